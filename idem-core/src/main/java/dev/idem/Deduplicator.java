@@ -1,0 +1,385 @@
+package dev.idem;
+
+import dev.idem.spi.CommitRequest;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.KeyState;
+import dev.idem.spi.ReleaseRequest;
+import dev.idem.spi.ReserveRequest;
+import dev.idem.spi.ReserveResult;
+import dev.idem.spi.SettleResult;
+import dev.idem.spi.Ttl;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The dedup step: decides for each event whether it is new, a duplicate, in flight or a conflict,
+ * and settles the work it lets through. One instance per {@link Scope}; many instances may share a
+ * {@link DedupStore}. Thread-safe.
+ *
+ * <pre>{@code
+ * Deduplicator dedup = Deduplicator.builder(store, Scope.of("orders")).build();
+ * RunResult<Void> r = dedup.runOnce(KeyEncoding.ofString(orderId), () -> {
+ *   ship(order);            // runs at most once per orderId within the window
+ *   return null;
+ * });
+ * }</pre>
+ *
+ * <p>Guarantees, per key within a scope: at most one caller holds the key at a time (single
+ * flight); the key is committed only by {@link Reservation#commit()}, so failed or dropped work is
+ * released and may be retried; a commit or release from a holder whose lease ran out changes
+ * nothing. Committed keys are forgotten when their TTL passes or the store evicts them.
+ */
+public final class Deduplicator {
+  private final DedupStore store;
+  private final Scope scope;
+  private final DedupConfig config;
+  private final TimeSource time;
+  private final DedupListener listener;
+  private final Ttl ttl;
+  private final long leaseMillis;
+
+  private Deduplicator(Builder b) {
+    this.store = b.store;
+    this.scope = b.scope;
+    this.config = b.config;
+    this.time = b.time;
+    this.listener = b.listeners.isEmpty() ? DedupListener.NOOP : DedupListener.all(b.listeners);
+    this.ttl = config.storeTtl();
+    this.leaseMillis = config.lease().toMillis();
+  }
+
+  /**
+   * Starts a builder.
+   *
+   * @param store where keys are kept
+   * @param scope the dedup step
+   * @return a builder with the default config and the system clock
+   */
+  public static Builder builder(DedupStore store, Scope scope) {
+    return new Builder(store, scope);
+  }
+
+  /**
+   * Returns the scope.
+   *
+   * @return the scope
+   */
+  public Scope scope() {
+    return scope;
+  }
+
+  /**
+   * Returns the config.
+   *
+   * @return the config
+   */
+  public DedupConfig config() {
+    return config;
+  }
+
+  /**
+   * Returns the store.
+   *
+   * @return the store
+   */
+  public DedupStore store() {
+    return store;
+  }
+
+  /**
+   * Decides one event by its key.
+   *
+   * @param key the event's key
+   * @return the decision; settle an {@link Decision.Acquired} reservation
+   * @throws StoreUnavailableException if the store did not answer
+   */
+  public Decision reserve(DedupKey key) {
+    return reserve(key, null);
+  }
+
+  /**
+   * Decides one event by its key and payload fingerprint (idempotency-key mode: the same key with
+   * another fingerprint is a {@link Decision.Conflict}).
+   *
+   * @param key the event's key
+   * @param fingerprint the payload's fingerprint, or null to skip the conflict check
+   * @return the decision
+   * @throws StoreUnavailableException if the store did not answer
+   */
+  public Decision reserve(DedupKey key, @Nullable Fingerprint fingerprint) {
+    ReserveRequest request = request(key, fingerprint, time.wallMillis());
+    return decide(key, store.reserve(request));
+  }
+
+  /**
+   * Decides many events in as few store round trips as the store allows (e.g. a Kafka poll). Each
+   * key is decided atomically; the batch as a whole is not. A key that appears twice in the batch
+   * is acquired at most once.
+   *
+   * @param keys the events' keys
+   * @return one decision per key, in order
+   * @throws StoreUnavailableException if the store did not answer
+   */
+  public List<Decision> reserveAll(List<DedupKey> keys) {
+    long now = time.wallMillis();
+    List<ReserveRequest> requests = new ArrayList<>(keys.size());
+    for (DedupKey key : keys) {
+      requests.add(request(key, null, now));
+    }
+    List<ReserveResult> results = store.reserveAll(requests);
+    List<Decision> decisions = new ArrayList<>(results.size());
+    for (int i = 0; i < results.size(); i++) {
+      decisions.add(decide(keys.get(i), results.get(i)));
+    }
+    return decisions;
+  }
+
+  /**
+   * Commits many reservations of this deduplicator in as few store round trips as the store allows.
+   *
+   * @param reservations open reservations made by this deduplicator
+   * @return one settlement per reservation, in order
+   * @throws ReservationSettledException if one was already settled (none is then committed)
+   * @throws IllegalArgumentException if one belongs to another scope (none is then committed)
+   * @throws StoreUnavailableException if the store did not answer
+   */
+  public List<Settlement> commitAll(List<Reservation> reservations) {
+    long now = time.wallMillis();
+    List<CommitRequest> requests = new ArrayList<>(reservations.size());
+    int begun = 0;
+    try {
+      for (Reservation r : reservations) {
+        if (r.scope() != scope && !r.scope().equals(scope)) {
+          throw new IllegalArgumentException(
+              r + " belongs to scope " + r.scope() + ", not to this deduplicator's " + scope);
+        }
+        r.begin();
+        begun++;
+        requests.add(new CommitRequest(scope, r.key(), r.token(), now, ttl, null));
+      }
+    } catch (RuntimeException e) {
+      reservations.subList(0, begun).forEach(Reservation::reopen);
+      throw e;
+    }
+    List<SettleResult> results;
+    try {
+      results = store.commitAll(requests);
+    } catch (RuntimeException e) {
+      reservations.forEach(Reservation::reopen);
+      throw e;
+    }
+    List<Settlement> out = new ArrayList<>(results.size());
+    for (int i = 0; i < results.size(); i++) {
+      Reservation r = reservations.get(i);
+      out.add(r.complete(settled(r.key(), results.get(i), Settlement.COMMITTED)));
+    }
+    return out;
+  }
+
+  /**
+   * Runs {@code work} unless its key was seen: commits when it returns, releases when it throws
+   * (and rethrows).
+   *
+   * @param key the work's key
+   * @param work what to run at most once
+   * @param <T> the work's result
+   * @param <E> the work's checked exception
+   * @return {@link RunResult.Ran} with the result, or {@link RunResult.Skipped} with the decision
+   * @throws E whatever the work threw, after the key was released
+   * @throws StoreUnavailableException if the store did not answer
+   */
+  public <T, E extends Exception> RunResult<T> runOnce(DedupKey key, Work<T, E> work) throws E {
+    Decision decision = reserve(key, null);
+    if (!(decision instanceof Decision.Acquired acquired)) {
+      return new RunResult.Skipped<>(decision);
+    }
+    T value = runHolding(acquired.reservation(), work);
+    return new RunResult.Ran<>(value, acquired.reservation().commit());
+  }
+
+  /**
+   * Runs {@code work} unless its key was seen, storing its result so that duplicates get it back
+   * (replay mode, like Stripe's idempotency keys). The same key with another fingerprint is a
+   * conflict.
+   *
+   * @param key the work's key
+   * @param fingerprint the request payload's fingerprint, or null to skip the conflict check
+   * @param codec turns results into stored bytes and back
+   * @param work what to run at most once
+   * @param <T> the work's result
+   * @param <E> the work's checked exception
+   * @return {@link RunResult.Ran}, {@link RunResult.Replayed} with the stored result, or {@link
+   *     RunResult.Skipped}
+   * @throws E whatever the work threw, after the key was released
+   * @throws StoreUnavailableException if the store did not answer
+   */
+  public <T, E extends Exception> RunResult<T> runOnce(
+      DedupKey key, @Nullable Fingerprint fingerprint, ResultCodec<T> codec, Work<T, E> work)
+      throws E {
+    Decision decision = reserve(key, fingerprint);
+    if (decision instanceof Decision.Duplicate dup && dup.result() != null) {
+      return new RunResult.Replayed<>(codec.decode(dup.result()));
+    }
+    if (!(decision instanceof Decision.Acquired acquired)) {
+      return new RunResult.Skipped<>(decision);
+    }
+    T value = runHolding(acquired.reservation(), work);
+    return new RunResult.Ran<>(value, acquired.reservation().commit(codec.encode(value)));
+  }
+
+  /**
+   * Returns a key's state now (a sliding TTL is not refreshed).
+   *
+   * @param key the key
+   * @return its state
+   */
+  public KeyState inspect(DedupKey key) {
+    return store.inspect(scope, key, time.wallMillis());
+  }
+
+  /**
+   * Forgets a key (admin): the next event with it is new.
+   *
+   * @param key the key
+   * @return whether there was an entry
+   */
+  public boolean forget(DedupKey key) {
+    return store.forget(scope, key);
+  }
+
+  /**
+   * Forgets every key of this scope.
+   *
+   * @return how many entries were removed, where the store can count them
+   */
+  public long clear() {
+    return store.clear(scope);
+  }
+
+  private static <T, E extends Exception> T runHolding(Reservation reservation, Work<T, E> work)
+      throws E {
+    try {
+      return work.run();
+    } catch (Throwable failure) {
+      try {
+        reservation.release();
+      } catch (RuntimeException releaseFailure) {
+        // The lease heals an unreleased key; the work's failure is what the caller must see.
+        failure.addSuppressed(releaseFailure);
+      }
+      throw failure;
+    }
+  }
+
+  private ReserveRequest request(DedupKey key, @Nullable Fingerprint fingerprint, long now) {
+    long token;
+    do {
+      token = ThreadLocalRandom.current().nextLong();
+    } while (token == 0);
+    return new ReserveRequest(scope, key, fingerprint, token, now, leaseMillis, ttl);
+  }
+
+  private Decision decide(DedupKey key, ReserveResult result) {
+    if (result instanceof ReserveResult.Acquired a) {
+      if (a.replaced() != ReserveResult.Replaced.NOTHING) {
+        listener.onExpired(scope, key, a.replaced() == ReserveResult.Replaced.EXPIRED_LEASE);
+      }
+      listener.onPass(scope, key);
+      return new Decision.Acquired(new Reservation(this, key, a.token(), a.leaseUntilMillis()));
+    }
+    if (result instanceof ReserveResult.Duplicate d) {
+      listener.onDuplicate(scope, key);
+      return new Decision.Duplicate(key, d.result());
+    }
+    if (result instanceof ReserveResult.InFlight f) {
+      listener.onInFlight(scope, key);
+      return new Decision.InFlight(key, f.leaseUntilMillis());
+    }
+    listener.onConflict(scope, key);
+    return new Decision.Conflict(key);
+  }
+
+  Settlement settleCommit(Reservation r, byte @Nullable [] result) {
+    SettleResult answer =
+        store.commit(new CommitRequest(scope, r.key(), r.token(), time.wallMillis(), ttl, result));
+    return settled(r.key(), answer, Settlement.COMMITTED);
+  }
+
+  Settlement settleRelease(Reservation r) {
+    SettleResult answer =
+        store.release(new ReleaseRequest(scope, r.key(), r.token(), time.wallMillis()));
+    return settled(r.key(), answer, Settlement.RELEASED);
+  }
+
+  private Settlement settled(DedupKey key, SettleResult answer, Settlement applied) {
+    if (answer == SettleResult.STALE) {
+      listener.onLeaseLost(scope, key);
+      return Settlement.LEASE_LOST;
+    }
+    if (applied == Settlement.COMMITTED) {
+      listener.onCommitted(scope, key);
+    } else {
+      listener.onReleased(scope, key);
+    }
+    return applied;
+  }
+
+  /** Builds a {@link Deduplicator}. Not thread-safe. */
+  public static final class Builder {
+    private final DedupStore store;
+    private final Scope scope;
+    private DedupConfig config = DedupConfig.ofDefaults();
+    private TimeSource time = TimeSource.system();
+    private final List<DedupListener> listeners = new ArrayList<>();
+
+    private Builder(DedupStore store, Scope scope) {
+      this.store = Objects.requireNonNull(store, "store");
+      this.scope = Objects.requireNonNull(scope, "scope");
+    }
+
+    /**
+     * Sets the window, expiry and lease.
+     *
+     * @param config the config
+     * @return this builder
+     */
+    public Builder config(DedupConfig config) {
+      this.config = Objects.requireNonNull(config, "config");
+      return this;
+    }
+
+    /**
+     * Sets the clock (tests use {@link ManualTimeSource}).
+     *
+     * @param time the time source
+     * @return this builder
+     */
+    public Builder timeSource(TimeSource time) {
+      this.time = Objects.requireNonNull(time, "time");
+      return this;
+    }
+
+    /**
+     * Adds a listener for every decision and settlement.
+     *
+     * @param listener the listener
+     * @return this builder
+     */
+    public Builder listener(DedupListener listener) {
+      this.listeners.add(Objects.requireNonNull(listener, "listener"));
+      return this;
+    }
+
+    /**
+     * Returns the deduplicator.
+     *
+     * @return a new deduplicator
+     */
+    public Deduplicator build() {
+      return new Deduplicator(this);
+    }
+  }
+}

@@ -1,0 +1,162 @@
+package dev.idem.spi;
+
+import dev.idem.DedupKey;
+import dev.idem.Scope;
+import dev.idem.StoreUnavailableException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * What a dedup store implements: the lifecycle of DESIGN §3, each operation one atomic step in the
+ * store (one Lua script, one SQL statement or transaction, one write batch under the key's lock).
+ * Reserve is a single conditional call that returns the outcome; there is no contains-then-add.
+ *
+ * <p>The reference semantics are {@link DedupStateMachine}: a store either applies it under a lock
+ * or implements the same transitions natively, and the contract suite ({@code idem-store-tck})
+ * checks both the same way. Times are the caller's ({@code nowMillis} in each request).
+ *
+ * <p>Thread-safe: every method may be called from many threads. Failures are exceptions of one
+ * hierarchy: {@link StoreUnavailableException} when the store could not answer (retryable; its
+ * {@code outcomeUnknown} says whether the command may have been applied), {@link
+ * dev.idem.StoreException} when it answered with something unusable.
+ */
+public interface DedupStore extends AutoCloseable {
+
+  /**
+   * Reserves a key, atomically: ACQUIRED, DUPLICATE (refreshing a sliding TTL), IN_FLIGHT or
+   * CONFLICT, as {@link DedupStateMachine#reserve} defines.
+   *
+   * @param request what to reserve
+   * @return the outcome
+   * @throws StoreUnavailableException if the store did not answer
+   */
+  ReserveResult reserve(ReserveRequest request);
+
+  /**
+   * Commits a reservation if {@code token} still holds it.
+   *
+   * @param request what to commit
+   * @return {@link SettleResult#APPLIED} or {@link SettleResult#STALE}
+   * @throws StoreUnavailableException if the store did not answer
+   */
+  SettleResult commit(CommitRequest request);
+
+  /**
+   * Releases a reservation if {@code token} still holds it.
+   *
+   * @param request what to release
+   * @return {@link SettleResult#APPLIED} or {@link SettleResult#STALE}
+   * @throws StoreUnavailableException if the store did not answer
+   */
+  SettleResult release(ReleaseRequest request);
+
+  /**
+   * Returns a key's state at {@code nowMillis} without changing it (a sliding TTL is not
+   * refreshed). Expired entries read as absent.
+   *
+   * @param scope the scope
+   * @param key the key
+   * @param nowMillis the caller's wall-clock time
+   * @return the state
+   */
+  KeyState inspect(Scope scope, DedupKey key, long nowMillis);
+
+  /**
+   * Removes a key whatever its state (admin): the next event with it is new. An in-flight holder's
+   * later commit or release then answers {@link SettleResult#STALE}.
+   *
+   * @param scope the scope
+   * @param key the key
+   * @return whether there was an entry to remove
+   */
+  boolean forget(Scope scope, DedupKey key);
+
+  /**
+   * Removes every key of one scope, and nothing of any other scope.
+   *
+   * @param scope the scope
+   * @return how many entries were removed (where the store can count them)
+   */
+  long clear(Scope scope);
+
+  /**
+   * Reserves many keys, each atomically (the batch as a whole is not atomic), in as few round trips
+   * as the store allows. The default calls {@link #reserve} in a loop.
+   *
+   * @param requests the reservations
+   * @return one outcome per request, in order
+   */
+  default List<ReserveResult> reserveAll(List<ReserveRequest> requests) {
+    List<ReserveResult> out = new ArrayList<>(requests.size());
+    for (ReserveRequest r : requests) {
+      out.add(reserve(r));
+    }
+    return out;
+  }
+
+  /**
+   * Commits many reservations, each atomically. The default calls {@link #commit} in a loop.
+   *
+   * @param requests the commits
+   * @return one result per request, in order
+   */
+  default List<SettleResult> commitAll(List<CommitRequest> requests) {
+    List<SettleResult> out = new ArrayList<>(requests.size());
+    for (CommitRequest r : requests) {
+      out.add(commit(r));
+    }
+    return out;
+  }
+
+  /**
+   * Releases many reservations, each atomically. The default calls {@link #release} in a loop.
+   *
+   * @param requests the releases
+   * @return one result per request, in order
+   */
+  default List<SettleResult> releaseAll(List<ReleaseRequest> requests) {
+    List<SettleResult> out = new ArrayList<>(requests.size());
+    for (ReleaseRequest r : requests) {
+      out.add(release(r));
+    }
+    return out;
+  }
+
+  /**
+   * Removes entries whose TTL or lease ran out before {@code nowMillis}, for stores without native
+   * expiry (see {@link StoreCapabilities#nativeExpiry()}). Correctness never depends on it: expired
+   * entries already read as absent; sweeping only returns their space.
+   *
+   * @param nowMillis the caller's wall-clock time
+   * @return how many entries were removed
+   */
+  default long sweepExpired(long nowMillis) {
+    return 0;
+  }
+
+  /**
+   * Checks that the store answers (for {@code /health}).
+   *
+   * @throws StoreUnavailableException if it does not
+   */
+  default void checkHealth() {}
+
+  /**
+   * Returns what this store can do beyond the contract.
+   *
+   * @return the capability flags
+   */
+  StoreCapabilities capabilities();
+
+  /**
+   * Returns a short description for logs and error messages, e.g. {@code
+   * rocksdb:/var/lib/idem/data}. Never contains a password.
+   *
+   * @return the description
+   */
+  String describe();
+
+  /** Releases the store's resources. Further calls fail. */
+  @Override
+  void close();
+}

@@ -1,0 +1,88 @@
+package dev.idem.spi;
+
+import java.util.List;
+
+/**
+ * A transactional outbox kept by a store next to its keys, for asynchronous delivery: a service
+ * answers a sender only after {@link #commitAndEnqueue} made the key's commit and the message
+ * durable together, then delivers from the outbox with retries.
+ *
+ * <p>Delivery is at least once: a claimed entry that is neither acknowledged, rescheduled nor dead
+ * lettered before its claim runs out (its deliverer crashed) is handed out again. Downstream
+ * deduplicates with the {@code Idempotency-Key} it receives.
+ *
+ * <p>Thread-safe. Implemented by the durable stores (RocksDB, JDBC) and, without durability, by the
+ * memory store.
+ */
+public interface OutboxStore {
+
+  /**
+   * Commits a reservation and appends a message, in one atomic step: if the commit is {@link
+   * SettleResult#STALE}, nothing is appended.
+   *
+   * @param commit the commit, as for {@link DedupStore#commit}
+   * @param message the message to append
+   * @return whether the commit (and so the append) was applied
+   */
+  SettleResult commitAndEnqueue(CommitRequest commit, OutboxMessage message);
+
+  /**
+   * Claims up to {@code max} deliverable entries of one queue, oldest first: entries not claimed by
+   * anyone (or whose claim ran out) and not scheduled for later. A claimed entry is hidden from
+   * other claims until {@code nowMillis + claimMillis}.
+   *
+   * @param queue the queue
+   * @param max the most entries to return
+   * @param nowMillis the caller's wall-clock time
+   * @param claimMillis how long the claim hides the entries
+   * @return the claimed entries in append order (empty if none)
+   */
+  List<OutboxRecord> claim(String queue, int max, long nowMillis, long claimMillis);
+
+  /**
+   * Removes a delivered entry.
+   *
+   * @param queue the queue
+   * @param id the entry's id
+   * @return whether it was there
+   */
+  boolean acknowledge(String queue, long id);
+
+  /**
+   * Makes a claimed entry deliverable again, not before {@code notBeforeMillis}, recording the
+   * error of the failed attempt.
+   *
+   * @param queue the queue
+   * @param id the entry's id
+   * @param notBeforeMillis the earliest time to claim it again
+   * @param error what went wrong
+   */
+  void reschedule(String queue, long id, long notBeforeMillis, String error);
+
+  /**
+   * Moves an entry from the outbox to the dead letters, atomically.
+   *
+   * @param queue the queue
+   * @param id the entry's id
+   * @param reason the last error
+   * @param nowMillis the caller's wall-clock time
+   */
+  void deadLetter(String queue, long id, String reason, long nowMillis);
+
+  /**
+   * Lists dead letters of one queue, oldest first.
+   *
+   * @param queue the queue
+   * @param limit the most to return
+   * @return the dead letters
+   */
+  List<DeadLetter> deadLetters(String queue, int limit);
+
+  /**
+   * Counts entries waiting in one queue (claimed or not), for the outbox-depth metric.
+   *
+   * @param queue the queue
+   * @return the number of entries not yet acknowledged or dead lettered
+   */
+  long depth(String queue);
+}
