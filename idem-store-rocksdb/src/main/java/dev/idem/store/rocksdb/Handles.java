@@ -14,6 +14,7 @@ import org.rocksdb.Cache;
 import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
 import org.rocksdb.ColumnFamilyOptions;
+import org.rocksdb.CompactRangeOptions;
 import org.rocksdb.CompactionStyle;
 import org.rocksdb.CompressionType;
 import org.rocksdb.DBOptions;
@@ -325,6 +326,20 @@ final class Handles {
           true;
       default -> false;
     };
+  }
+
+  /** Flushes and compacts every column family down to the bottommost level. */
+  void compactAll() throws RocksDBException {
+    try (FlushOptions flush = new FlushOptions().setWaitForFlush(true).setAllowWriteStall(true);
+        CompactRangeOptions full =
+            new CompactRangeOptions()
+                .setBottommostLevelCompaction(
+                    CompactRangeOptions.BottommostLevelCompaction.kForceOptimized)) {
+      db.flush(flush, families);
+      for (ColumnFamilyHandle family : families) {
+        db.compactRange(family, null, null, full);
+      }
+    }
   }
 
   /**

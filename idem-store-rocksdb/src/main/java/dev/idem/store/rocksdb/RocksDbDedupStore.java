@@ -386,6 +386,26 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
   }
 
   /**
+   * Compacts every column family fully, down to the last level: returns the space of deleted and
+   * expired entries at once instead of as RocksDB's background compactions reach them. An admin
+   * operation (after a large {@link #clear} or sweep, or before measuring the size on disk); it
+   * rewrites the whole database, so it takes time and I/O in proportion to its size. Operations
+   * keep running meanwhile.
+   *
+   * @throws StoreUnavailableException if RocksDB reports an I/O error
+   */
+  public void compact() {
+    enter();
+    try {
+      handles.compactAll();
+    } catch (RocksDBException e) {
+      throw failure("compact", e, true);
+    } finally {
+      exit();
+    }
+  }
+
+  /**
    * {@inheritDoc}
    *
    * <p>Here: not bounded, durable, no native expiry (a sweeper removes expired entries), with an
