@@ -120,7 +120,7 @@ final class Handles {
               .setTableFormatConfig(entryTable)
               .setCompactionStyle(CompactionStyle.LEVEL)
               .setLevelCompactionDynamicLevelBytes(true)
-              .setWriteBufferSize(64L << 20)
+              .setWriteBufferSize(32L << 20)
               .setMaxWriteBufferNumber(3)
               // A memtable bloom filter: lookups of new keys skip the memtable's skiplist search.
               .setMemtablePrefixBloomSizeRatio(0.05)
@@ -133,7 +133,7 @@ final class Handles {
               .setTableFormatConfig(plainTable)
               .setCompactionStyle(CompactionStyle.LEVEL)
               .setLevelCompactionDynamicLevelBytes(true)
-              .setWriteBufferSize(32L << 20)
+              .setWriteBufferSize(16L << 20)
               .setMaxWriteBufferNumber(3)
               .setCompressionType(CompressionType.LZ4_COMPRESSION)
               .setBottommostCompressionType(CompressionType.ZSTD_COMPRESSION);

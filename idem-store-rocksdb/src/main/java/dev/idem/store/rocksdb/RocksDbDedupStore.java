@@ -684,8 +684,9 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
           extra.stage(step, t.answer());
         }
         writing = true;
+        boolean counted = announced;
         announced = false;
-        writer.write(step, true);
+        writer.write(step, counted);
         return t.answer();
       } finally {
         writer.abandon(announced);
@@ -761,11 +762,9 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         }
         if (!step.isEmpty()) {
           writing = true;
+          boolean counted = announced;
           announced = false;
-          writer.write(step, true);
-        } else {
-          writer.abandon(announced);
-          announced = false;
+          writer.write(step, counted);
         }
         return out;
       } finally {
@@ -1114,7 +1113,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     /**
      * Sets how long a group-commit leader may wait for writers about to join.
      *
-     * @param maxDelay 0 to 1 s (default 1 ms)
+     * @param maxDelay 0 to 1 s (default 0: sync at once)
      * @return this builder
      */
     public Builder groupCommitMaxDelay(Duration maxDelay) {

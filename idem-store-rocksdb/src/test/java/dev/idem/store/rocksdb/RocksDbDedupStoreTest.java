@@ -43,6 +43,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class RocksDbDedupStoreTest {
   @TempDir Path dir;
@@ -201,10 +202,17 @@ class RocksDbDedupStoreTest {
     assertThat(second.describe()).isEqualTo("rocksdb:" + dir.toAbsolutePath().normalize());
   }
 
-  @Test
-  void manyConcurrentWritersUnderGroupCommitAreAllDurable() throws Exception {
+  @ParameterizedTest(name = "groupCommitMaxDelay {0} µs")
+  @ValueSource(longs = {0, 1_000})
+  void manyConcurrentWritersUnderGroupCommitAreAllDurable(long maxDelayMicros) throws Exception {
     // given: 16 writers, each reserving and committing its own keys at the same time
-    RocksDbDedupStore store = open(Durability.GROUP_COMMIT);
+    RocksDbDedupStore store =
+        track(
+            RocksDbDedupStore.builder(dir)
+                .groupCommitMaxDelay(Duration.ofNanos(maxDelayMicros * 1_000))
+                .sweepInterval(Duration.ZERO)
+                .timeSource(clock)
+                .build());
     int writers = 16;
     int perWriter = 100;
     long now = clock.wallMillis();
