@@ -24,7 +24,8 @@ public enum Durability {
    * The default. Concurrent writers hand their write batches to one leader, which writes them
    * together and syncs the WAL once for all; each call returns after the sync that covers its
    * write. Loses nothing that returned, on a process crash or a power failure, like {@link #FSYNC};
-   * a call waits at most the group-commit delay plus one sync, and many writers share one sync.
+   * a call waits at most the group-commit delay plus two syncs (the one in progress, then its own
+   * group's), and many writers share one sync.
    */
   GROUP_COMMIT,
 
