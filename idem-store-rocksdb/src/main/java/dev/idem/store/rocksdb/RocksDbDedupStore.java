@@ -1171,7 +1171,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
 
     /**
      * Sets the listener that hears the expiries the sweeper finds ({@link
-     * DedupListener#onExpired}).
+     * DedupListener#onExpired}). It is called on the sweeping thread, after the entry's removal,
+     * outside the key's lock; it must not close the store (close waits for the sweep to end).
      *
      * @param listener the listener (default {@link DedupListener#NOOP})
      * @return this builder
