@@ -18,7 +18,15 @@ import dev.idem.spi.SettleResult;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -245,6 +253,45 @@ class RocksDbOutboxTest {
     OutboxRecord fresh = store.claim(QUEUE, 10, now + 10_001, 10_000).get(0);
     assertThat(fresh.key()).isEqualTo(key("o-4"));
     assertThat(fresh.id()).isGreaterThan(highest);
+  }
+
+  @Test
+  void concurrentClaimersNeverGetTheSameEntry() throws Exception {
+    // given
+    open();
+    long now = clock.wallMillis();
+    for (int i = 0; i < 200; i++) {
+      accept("o-" + i, now);
+    }
+    Set<Long> seen = ConcurrentHashMap.newKeySet();
+    AtomicInteger handedOut = new AtomicInteger();
+    ExecutorService pool = Executors.newFixedThreadPool(4);
+    try {
+      // when: four deliverers claim five at a time until the queue has nothing left to hand out
+      List<Future<?>> done = new ArrayList<>();
+      for (int t = 0; t < 4; t++) {
+        done.add(
+            pool.submit(
+                () -> {
+                  for (List<OutboxRecord> batch = store.claim(QUEUE, 5, now, 60_000);
+                      !batch.isEmpty();
+                      batch = store.claim(QUEUE, 5, now, 60_000)) {
+                    batch.forEach(r -> seen.add(r.id()));
+                    handedOut.addAndGet(batch.size());
+                  }
+                  return null;
+                }));
+      }
+      for (Future<?> f : done) {
+        f.get(60, TimeUnit.SECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+
+    // then
+    assertThat(handedOut.get()).isEqualTo(200);
+    assertThat(seen).hasSize(200);
   }
 
   @Test
