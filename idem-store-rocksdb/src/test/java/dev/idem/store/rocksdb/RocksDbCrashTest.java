@@ -1,9 +1,11 @@
 package dev.idem.store.rocksdb;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.DedupKey;
+import dev.idem.StoreException;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxRecord;
 import java.io.BufferedReader;
@@ -19,6 +21,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -94,6 +97,25 @@ class RocksDbCrashTest {
         // Entries appended by commits that never returned may be there too: that is allowed.
         assertThat(inOutbox).as("messages appended with a returned commit").containsAll(enqueued);
       }
+    }
+  }
+
+  @Test
+  void aDirectoryOpenInAnotherProcessIsRefusedWithTheFix() throws Exception {
+    // given: a storm in a child JVM holding the directory
+    Storm storm = Storm.start(dir, Durability.OS_BUFFERED, 0);
+    try {
+      await().atMost(Duration.ofMinutes(1)).until(() -> storm.lines.contains("READY"));
+
+      // when / then
+      assertThatThrownBy(() -> RocksDbDedupStore.builder(dir).build())
+          .isInstanceOf(StoreException.class)
+          .hasMessageContaining(dir.toAbsolutePath().toString())
+          .hasMessageContaining("already open")
+          .hasMessageContaining("store.path");
+    } finally {
+      storm.process.destroyForcibly();
+      storm.process.waitFor(60, TimeUnit.SECONDS);
     }
   }
 
