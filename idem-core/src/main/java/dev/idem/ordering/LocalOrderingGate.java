@@ -785,8 +785,10 @@ public final class LocalOrderingGate implements OrderingGate {
      * Sets the scheduler that runs {@code lockTtl} timers (at most one pending task per key with
      * waiters, each short), e.g. to share one timer thread among many gates. The gate never shuts
      * it down; close the gate before it. A scheduler that keeps cancelled tasks until they are due
-     * (the JDK's default policy) holds each idle key's timer for up to {@code lockTtl}. Default: a
-     * daemon thread of the gate's own, started while events wait and stopped by {@link #close()}.
+     * (the JDK's default policy) holds each idle key's timer for up to {@code lockTtl}; one that
+     * rejects a timer (shut down) fails the request that needed it with an {@link IdemException}.
+     * Default: a daemon thread of the gate's own, started while events wait and stopped by {@link
+     * #close()}.
      *
      * @param scheduler the scheduler
      * @return this builder
