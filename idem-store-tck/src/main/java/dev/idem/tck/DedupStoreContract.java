@@ -16,10 +16,19 @@ import org.junit.jupiter.api.Nested;
  * the capability flags and skips (with the reason) what does not apply.
  *
  * <pre>{@code
- * class RedisDedupStoreContractTest extends DedupStoreContract {
+ * class FileDedupStoreContractTest extends DedupStoreContract {
+ *   @TempDir Path dir;
+ *
  *   @Override
  *   protected DedupStore newStore(TimeSource time) {
- *     return RedisDedupStore.builder(client).prefix("idem-tck:" + UUID.randomUUID() + ":").build();
+ *     return FileDedupStore.open(dir.resolve(UUID.randomUUID().toString()), time);
+ *   }
+ *
+ *   @Override // the store says capabilities().durable()
+ *   protected DedupStore reopen(DedupStore store, TimeSource time) {
+ *     Path path = ((FileDedupStore) store).path();
+ *     store.close();
+ *     return FileDedupStore.open(path, time);
  *   }
  * }
  * }</pre>
