@@ -81,6 +81,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
   private static final int QUEUE_STRIPES = 64;
   private static final long OUTBOX_ID_BLOCK = 1L << 20;
   private static final byte[] EMPTY = new byte[0];
+  private static final int CLEAR_BATCH = 1_024;
 
   private final RocksDbStoreConfig config;
   private final String description;
@@ -298,10 +299,11 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
   /**
    * {@inheritDoc}
    *
-   * <p>Here: one atomic range delete over the scope's entries and expiry-index entries. The count
-   * is of the entries that had not expired (by the store's {@link TimeSource}) when the scope was
-   * counted, just before the delete; a key reserved concurrently may be removed without being
-   * counted.
+   * <p>Here: walks the scope's entries in batches of {@value #CLEAR_BATCH}; each batch locks its
+   * keys, removes the entries still there with their expiry-index entries, and is written as one
+   * durable batch. The count is exact: the entries this call removed. A key reserved in the scope
+   * while the walk is under way may survive (it counts as arriving after the clear). Costs time in
+   * proportion to the scope's size.
    */
   @Override
   public long clear(Scope scope) {
@@ -309,22 +311,59 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     boolean writing = false;
     try {
       ScopeKeys sk = keys(scope);
-      long now = time.wallMillis();
-      long live = 0;
-      try (Scan scan = new Scan(db, entries, sk.prefix, sk.upper)) {
-        for (RocksIterator it = scan.iterator; it.isValid(); it.next()) {
-          if (!decode(sk, it.key(), it.value()).isDeadAt(now)) {
-            live++;
+      long removed = 0;
+      byte[] from = sk.prefix;
+      List<byte[]> batch = new ArrayList<>(CLEAR_BATCH);
+      while (true) {
+        batch.clear();
+        try (Scan scan = new Scan(db, entries, from, sk.upper)) {
+          for (RocksIterator it = scan.iterator;
+              it.isValid() && batch.size() < CLEAR_BATCH;
+              it.next()) {
+            byte[] k = it.key();
+            if (sk.isEntryKey(k)) {
+              batch.add(k);
+            }
+          }
+          scan.check();
+        }
+        if (batch.isEmpty()) {
+          return removed;
+        }
+        int[] order =
+            batch.stream()
+                .mapToInt(k -> stripeIndex(sk, sk.entryDigest(k)))
+                .sorted()
+                .distinct()
+                .toArray();
+        int locked = 0;
+        try {
+          for (int i : order) {
+            stripes[i].lock();
+            locked++;
+          }
+          Mutations step = new Mutations();
+          for (byte[] k : batch) {
+            StoredEntry current = read(sk, sk.entryDigest(k), k);
+            if (current != null) {
+              stage(step, sk, sk.entryDigest(k), k, current, null);
+              removed++;
+            }
+          }
+          if (!step.isEmpty()) {
+            writing = true;
+            writer.write(step, false);
+          }
+        } finally {
+          for (int i = locked - 1; i >= 0; i--) {
+            stripes[order[i]].unlock();
           }
         }
-        scan.check();
+        if (batch.size() < CLEAR_BATCH) {
+          return removed;
+        }
+        from = Bytes.successor(batch.get(batch.size() - 1));
       }
-      Mutations step = new Mutations();
-      step.deleteRange(entries, sk.prefix, sk.upper);
-      step.deleteRange(expiry, sk.prefix, sk.upper);
-      writing = true;
-      writer.write(step, false);
-      return live;
     } catch (RocksDBException e) {
       throw failure("clear", e, writing);
     } finally {

@@ -156,6 +156,40 @@ class RocksDbDedupStoreTest {
   }
 
   @Test
+  void clearCountsEveryEntryItRemovesDeadOrAliveAcrossBatches() throws Exception {
+    // given: 1,500 keys (more than one clear batch): committed, expired, and in flight
+    RocksDbDedupStore store = open();
+    long now = clock.wallMillis();
+    Ttl second = new Ttl(1_000, dev.idem.Expiry.FIXED);
+    List<ReserveRequest> reserves = new ArrayList<>();
+    List<CommitRequest> commits = new ArrayList<>();
+    for (int i = 0; i < 1_500; i++) {
+      long t = token();
+      reserves.add(reserve(ORDERS, key("c" + i), t, now));
+      if (i % 3 != 0) {
+        commits.add(commit(ORDERS, key("c" + i), t, now, i % 3 == 1 ? second : DAY_SLIDING, null));
+      }
+    }
+    store.reserveAll(reserves);
+    store.commitAll(commits);
+    long t = token();
+    store.reserve(reserve(REFUNDS, key("c1"), t, now));
+
+    // when: a third of them have expired by now, and are not swept
+    clock.advance(Duration.ofSeconds(2));
+    long cleared = store.clear(ORDERS);
+
+    // then
+    assertThat(cleared).isEqualTo(1_500);
+    assertThat(store.clear(ORDERS)).isZero();
+    assertThat(store.inspect(REFUNDS, key("c1"), now)).isInstanceOf(KeyState.InFlight.class);
+    store.close();
+    assertThat(RawDb.countScopeKeys(dir, Handles.CF_ENTRIES, ORDERS)).isZero();
+    assertThat(RawDb.countScopeKeys(dir, Handles.CF_EXPIRY, ORDERS)).isZero();
+    assertThat(RawDb.countScopeKeys(dir, Handles.CF_EXPIRY, REFUNDS)).isEqualTo(1);
+  }
+
+  @Test
   void clearDoesNotTouchAScopeWhoseNameExtendsTheClearedOne() {
     // given: "a/dedup" and "a/dedupe" differ only by a trailing character
     RocksDbDedupStore store = open();
