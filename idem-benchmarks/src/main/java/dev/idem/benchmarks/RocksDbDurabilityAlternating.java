@@ -74,7 +74,13 @@ public final class RocksDbDurabilityAlternating {
                 () -> {
                   long salt = ThreadLocalRandom.current().nextLong();
                   for (long i = 1; !stop.get(); i++) {
-                    DedupKey key = DedupKey.ofWords(salt, id, i, 0x1de3L);
+                    long seed = salt ^ (id << 40) ^ i;
+                    DedupKey key =
+                        DedupKey.ofWords(
+                            RocksDbStoreBenchmark.mix(seed),
+                            RocksDbStoreBenchmark.mix(seed + 1),
+                            RocksDbStoreBenchmark.mix(seed + 2),
+                            RocksDbStoreBenchmark.mix(seed + 3));
                     long token = (id << 48) ^ i;
                     long now = System.currentTimeMillis();
                     store.reserve(new ReserveRequest(SCOPE, key, null, token, now, 60_000, WINDOW));

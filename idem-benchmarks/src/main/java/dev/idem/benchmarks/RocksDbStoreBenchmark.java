@@ -119,8 +119,10 @@ public class RocksDbStoreBenchmark {
       salt = ThreadLocalRandom.current().nextLong();
     }
 
+    /** A key with uniform words, like a SHA-256 digest: random positions in RocksDB and stripes. */
     DedupKey nextKey() {
-      return DedupKey.ofWords(salt, thread, ++next, 0x1de3L);
+      long seed = salt ^ (thread << 40) ^ ++next;
+      return DedupKey.ofWords(mix(seed), mix(seed + 1), mix(seed + 2), mix(seed + 3));
     }
   }
 
@@ -144,6 +146,13 @@ public class RocksDbStoreBenchmark {
     System.arraycopy(digest, 0, k, 32, 32);
     raw.put(rawWrite, k, digest);
     return key;
+  }
+
+  /** SplitMix64's finalizer: turns a counter into a uniformly distributed word. */
+  static long mix(long z) {
+    z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+    z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+    return z ^ (z >>> 31);
   }
 
   static void delete(Path dir) throws IOException {

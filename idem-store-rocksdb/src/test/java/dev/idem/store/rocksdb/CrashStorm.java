@@ -27,8 +27,16 @@ public final class CrashStorm {
 
   private CrashStorm() {}
 
+  /** A key that looks like a SHA-256 digest (uniform words), unique per round, thread and index. */
   static DedupKey key(int round, int thread, long i) {
-    return DedupKey.ofWords(0xC0FFEEL, round, thread, i);
+    long seed = ((long) round << 56) ^ ((long) thread << 40) ^ i;
+    return DedupKey.ofWords(mix(seed), mix(seed + 1), mix(seed + 2), seed);
+  }
+
+  private static long mix(long z) {
+    z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+    z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+    return z ^ (z >>> 31);
   }
 
   public static void main(String[] args) throws Exception {
