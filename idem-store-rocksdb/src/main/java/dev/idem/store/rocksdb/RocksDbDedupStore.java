@@ -56,9 +56,9 @@ import org.rocksdb.RocksIterator;
  * <p>Every operation applies {@link DedupStateMachine} under a lock on the key's stripe: it reads
  * the entry, computes the transition and writes one RocksDB write batch that changes the entry and
  * its expiry-index entry together (and, for {@link #commitAndEnqueue}, appends the outbox entry).
- * The lock is held until the batch is durable, so no caller ever sees a state that a crash could
- * take back. Operations on one key are linearizable; operations on different keys run in parallel
- * and share syncs.
+ * The lock is held until the batch is durable, so under the syncing modes no caller ever sees a
+ * key's state that a crash could take back. Operations on one key are linearizable; operations on
+ * different keys run in parallel and share syncs.
  *
  * <p>Expired entries read as absent at once; a background sweeper (one daemon thread) removes them
  * from disk, judging expiry by the configured {@link TimeSource}, and reports each removal to the
