@@ -66,10 +66,10 @@ public class RocksDbStoreBenchmark {
   public Durability durability;
 
   /**
-   * The group-commit delay bound in microseconds (the store's default is 1000); try {@code -p
-   * maxDelayMicros=0,1000}.
+   * The group-commit delay bound in microseconds; the store's default is 0. Compare with {@code -p
+   * maxDelayMicros=0,100,1000}.
    */
-  @Param({"1000"})
+  @Param({"0"})
   public long maxDelayMicros;
 
   private Path storeDir;
