@@ -45,6 +45,11 @@ enum TestDb {
     };
   }
 
+  /** Returns the store's dialect for this database. */
+  JdbcDialect dialect() {
+    return JdbcDialect.valueOf(name());
+  }
+
   /** Returns a table prefix no other test uses. */
   static String uniquePrefix() {
     return "t" + randomHex(5) + "_";
