@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.DedupKey;
 import dev.idem.DedupListener;
+import dev.idem.Expiry;
 import dev.idem.Fingerprint;
 import dev.idem.IdemConfigException;
 import dev.idem.Scope;
@@ -188,7 +189,7 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
       ps.setLong(4, r.nowMillis());
       ps.setLong(5, r.leaseUntil());
       setBytesOrNull(ps, 6, r.fingerprint() == null ? null : r.fingerprint().toBytes());
-      if (r.ttl().expiry() == dev.idem.Expiry.SLIDING && r.ttl().expires()) {
+      if (r.ttl().expiry() == Expiry.SLIDING && r.ttl().expires()) {
         ps.setLong(7, r.ttl().expiresAt(r.nowMillis()));
       } else {
         ps.setNull(7, Types.BIGINT);

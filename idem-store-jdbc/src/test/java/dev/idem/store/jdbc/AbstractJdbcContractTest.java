@@ -36,7 +36,7 @@ abstract class AbstractJdbcContractTest extends DedupStoreContract {
             .tablePrefix(prefix)
             .timeSource(time)
             .sweepInterval(Duration.ofMinutes(1))
-            .poolSize(16)
+            .poolSize(8)
             .build();
     prefixes.put(store, prefix);
     return store;

@@ -28,10 +28,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CyclicBarrier;
@@ -99,7 +96,7 @@ abstract class AbstractJdbcStoreTest {
                     .tablePrefix(prefix)
                     .timeSource(clock)
                     .sweepInterval(Duration.ZERO)
-                    .poolSize(16))
+                    .poolSize(12))
             .build();
     opened.add(s);
     return s;
@@ -727,11 +724,5 @@ abstract class AbstractJdbcStoreTest {
     Fingerprint other = Fingerprint.sha256("other".getBytes(StandardCharsets.UTF_8));
     assertThat(store.reserve(new ReserveRequest(SCOPE, k, other, 2, now(), LEASE, TTL)))
         .isEqualTo(new ReserveResult.Conflict(now()));
-  }
-
-  static Set<Long> ids(List<OutboxRecord> records) {
-    Set<Long> s = new HashSet<>();
-    records.forEach(r -> s.add(r.id()));
-    return Collections.unmodifiableSet(s);
   }
 }
