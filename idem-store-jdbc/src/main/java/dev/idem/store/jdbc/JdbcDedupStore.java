@@ -307,10 +307,11 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     }
   }
 
+  /** Every round ended with the key absent and not inserted: nothing was written. */
   private StoreUnavailableException raceLost(ReserveRequest r) {
     return new StoreUnavailableException(
         description,
-        true,
+        false,
         "reserve of "
             + r.key()
             + " in "
