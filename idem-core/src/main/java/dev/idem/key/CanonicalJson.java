@@ -1,6 +1,7 @@
 package dev.idem.key;
 
 import dev.idem.Fingerprint;
+import java.util.Arrays;
 
 /**
  * RFC 8785 JSON Canonicalization Scheme (JCS): one byte sequence for every JSON value, whatever the
@@ -42,7 +43,7 @@ public final class CanonicalJson {
     JsonCanonicalizer c = JsonCanonicalizer.get();
     try {
       c.canonicalize(json, 0, json.length);
-      return java.util.Arrays.copyOf(c.out, c.outLen);
+      return Arrays.copyOf(c.out, c.outLen);
     } finally {
       c.trim();
     }

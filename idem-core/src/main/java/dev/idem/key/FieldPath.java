@@ -16,7 +16,8 @@ import org.jspecify.annotations.Nullable;
  * <h2>Syntax</h2>
  *
  * <pre>
- * path     = [ ("source" | "body") ("." | &amp;"[") ] first *( "." name / bracket )
+ * path     = [ prefix ] first *( "." name / bracket )
+ * prefix   = ( "source" / "body" ) "."         ; or either word right before a "["
  * first    = name / bracket
  * bracket  = "[" ( index / quoted ) "]"
  * name     = 1*( any character except . [ ] " \ whitespace and controls )
@@ -258,12 +259,12 @@ public final class FieldPath {
         if (b != '{') {
           throw missing(s, "is " + kind(b) + ", not an object");
         }
-        p = member(c, p + 1, s);
+        p = member(c, len, p + 1, s);
       } else {
         if (b != '[') {
           throw missing(s, "is " + kind(b) + ", not an array");
         }
-        p = element(c, p + 1, s);
+        p = element(c, len, p + 1, s);
       }
     }
     int end = skipValue(c, p, len);
@@ -289,7 +290,7 @@ public final class FieldPath {
   }
 
   /** Returns the start of the value of member {@code names[s]} in the object whose body is at p. */
-  private int member(byte[] c, int p, int s) {
+  private int member(byte[] c, int len, int p, int s) {
     byte[] want = canonicalNames[s];
     while (c[p] != '}') {
       int nameStart = p + 1;
@@ -299,7 +300,7 @@ public final class FieldPath {
           && Arrays.equals(c, nameStart, nameEnd, want, 0, want.length)) {
         return p; // names are unique: the canonicalizer rejects duplicates
       }
-      p = skipValue(c, p, c.length);
+      p = skipValue(c, p, len);
       if (c[p] == ',') {
         p++;
       }
@@ -308,7 +309,7 @@ public final class FieldPath {
   }
 
   /** Returns the start of element {@code indexes[s]} of the array whose body is at p. */
-  private int element(byte[] c, int p, int s) {
+  private int element(byte[] c, int len, int p, int s) {
     int want = indexes[s];
     for (int i = 0; ; i++) {
       if (c[p] == ']') {
@@ -317,7 +318,7 @@ public final class FieldPath {
       if (i == want) {
         return p;
       }
-      p = skipValue(c, p, c.length);
+      p = skipValue(c, p, len);
       if (c[p] == ',') {
         p++;
       }

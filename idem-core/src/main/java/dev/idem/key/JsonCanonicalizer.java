@@ -1,6 +1,10 @@
 package dev.idem.key;
 
 import dev.idem.internal.Sha256Words;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.security.DigestException;
 import java.security.MessageDigest;
 import java.util.Arrays;
@@ -10,13 +14,18 @@ import java.util.Arrays;
  * I-JSON and writes the canonical form into a reusable buffer. Not thread-safe: each thread uses
  * its own instance through {@link #get()}.
  *
- * <p>How it stays fast: no tree and no strings. Values are written straight to {@link #out} as they
- * are read; runs of string bytes that need no escaping are copied with one {@code arraycopy};
- * integers of up to 15 digits are copied as they are. Each member of an object is recorded as three
- * offsets into {@link #out} (name start, name end, member end); when the object closes its members
- * are sorted by those offsets and, only if they were out of order, the object's bytes are permuted
- * through a scratch buffer. Nested objects are sorted before their parents, so each permutation
- * moves bytes that are already canonical.
+ * <p>How it stays fast: no tree, no strings, and most bytes are copied in bulk. The canonical form
+ * of compact JSON is mostly the input itself: the same structural characters, string bytes and
+ * integers. So the parser only validates such bytes and leaves them in a pending <em>run</em> of
+ * input ({@code in[runStart, pos)}), which is copied to {@link #out} in one {@code arraycopy} when
+ * something differs: whitespace to drop, an escape or a number to rewrite, or an object to sort.
+ * The logical output is always {@code out[0, outLen)} followed by the run.
+ *
+ * <p>Each member of an object is recorded as three output offsets (name start, name end, member
+ * end) plus an 8-byte name prefix for cheap comparisons. When the object closes, its members are
+ * sorted by name and, only if they were out of order, the object's bytes are permuted through a
+ * scratch buffer. Nested objects are sorted before their parents, so a permutation moves bytes that
+ * are already canonical.
  */
 final class JsonCanonicalizer {
   /** Buffers larger than this are dropped after use, so one huge body does not pin memory. */
@@ -24,10 +33,12 @@ final class JsonCanonicalizer {
 
   private static final int INITIAL = 1024;
   private static final byte[] NO_INPUT = new byte[0];
-  private static final byte[] HEX =
-      "0123456789abcdef".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+  private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] TRUE = {'t', 'r', 'u', 'e'};
+  private static final byte[] FALSE = {'f', 'a', 'l', 's', 'e'};
+  private static final byte[] NULL = {'n', 'u', 'l', 'l'};
 
-  /** String bytes copied as they are: printable ASCII except {@code "} and {@code \}. */
+  /** String bytes kept as they are: printable ASCII except {@code "} and {@code \}. */
   private static final boolean[] PLAIN = new boolean[256];
 
   static {
@@ -35,6 +46,12 @@ final class JsonCanonicalizer {
       PLAIN[b] = b != '"' && b != '\\';
     }
   }
+
+  private static final VarHandle LONGS =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+
+  private static final VarHandle BIG_LONGS =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
   private static final ThreadLocal<JsonCanonicalizer> LOCAL =
       ThreadLocal.withInitial(JsonCanonicalizer::new);
@@ -44,6 +61,9 @@ final class JsonCanonicalizer {
   private int end;
   private int start;
 
+  /** Where the pending run of input that is copied to the output as it is begins. */
+  private int runStart;
+
   /** The canonical output of the last call, in {@code out[0, outLen)}. */
   byte[] out = new byte[INITIAL];
 
@@ -52,10 +72,23 @@ final class JsonCanonicalizer {
   /** Triples (name start, name end, member end) of the members of every open object. */
   private int[] members = new int[3 * 32];
 
+  /**
+   * Per member (triple index / 3): the first 8 name bytes, big-endian, zero-padded, if they are
+   * plain ASCII; else -1. Canonical names never hold a raw 0x00, so comparing two such prefixes as
+   * unsigned longs orders the names exactly, as long as the prefixes differ.
+   */
+  private long[] prefixes = new long[32];
+
   private int memberTop;
+
+  /** Where the object being sorted starts in the input, for a duplicate's error message. */
+  private int objectStart;
+
   private int[] order = new int[32];
   private int[] orderTmp = new int[32];
+  private long[] keys = new long[32];
   private byte[] scratch = new byte[INITIAL];
+  private final byte[] number = new byte[JsonNumbers.MAX_LENGTH];
   private final JsonNumbers numbers = new JsonNumbers();
   private final MessageDigest sha = Sha256Words.newDigest();
 
@@ -89,11 +122,13 @@ final class JsonCanonicalizer {
           && json[off + 2] == (byte) 0xBF) {
         pos += 3; // RFC 8259 section 8.1: a parser may ignore a byte order mark
       }
+      runStart = pos;
       skipWhitespace();
       if (pos >= end) {
         throw error(len == 0 ? "the input is empty" : "the input has no value");
       }
       value(0);
+      flush(pos);
       skipWhitespace();
       if (pos < end) {
         throw error("unexpected " + describe(in[pos]) + " after the JSON value");
@@ -128,9 +163,26 @@ final class JsonCanonicalizer {
     }
     if (members.length > MAX_RETAINED / 4) {
       members = new int[3 * 32];
+      prefixes = new long[32];
       order = new int[32];
       orderTmp = new int[32];
+      keys = new long[32];
     }
+  }
+
+  /** The output offset that input offset {@code pos} maps to. */
+  private int outPos() {
+    return outLen + pos - runStart;
+  }
+
+  /** Copies the pending run up to {@code upTo} to the output and starts a new run there. */
+  private void flush(int upTo) {
+    int n = upTo - runStart;
+    if (n > 0) {
+      System.arraycopy(in, runStart, out, outLen, n);
+      outLen += n;
+    }
+    runStart = upTo;
   }
 
   private void value(int depth) {
@@ -152,17 +204,11 @@ final class JsonCanonicalizer {
     }
   }
 
-  private static final byte[] TRUE = {'t', 'r', 'u', 'e'};
-  private static final byte[] FALSE = {'f', 'a', 'l', 's', 'e'};
-  private static final byte[] NULL = {'n', 'u', 'l', 'l'};
-
   private void literal(byte[] word) {
     if (end - pos < word.length
         || !Arrays.equals(in, pos, pos + word.length, word, 0, word.length)) {
       throw error("unexpected " + describe(in[pos]) + " where a value was expected");
     }
-    System.arraycopy(word, 0, out, outLen, word.length);
-    outLen += word.length;
     pos += word.length;
   }
 
@@ -170,13 +216,11 @@ final class JsonCanonicalizer {
     if (depth > CanonicalJson.MAX_DEPTH) {
       throw error("nesting deeper than " + CanonicalJson.MAX_DEPTH + " arrays and objects");
     }
-    int objectStart = pos;
+    int objectAt = pos;
     pos++;
-    out[outLen++] = '{';
     skipWhitespace();
     if (pos < end && in[pos] == '}') {
       pos++;
-      out[outLen++] = '}';
       return;
     }
     int base = memberTop;
@@ -184,25 +228,23 @@ final class JsonCanonicalizer {
       if (pos >= end || in[pos] != '"') {
         throw error("expected a member name (a string)");
       }
-      int nameStart = outLen;
+      int nameStart = outPos();
       string();
-      int nameEnd = outLen;
+      int nameEnd = outPos();
       skipWhitespace();
       if (pos >= end || in[pos] != ':') {
         throw error("expected ':' after a member name");
       }
       pos++;
-      out[outLen++] = ':';
       skipWhitespace();
       if (pos >= end) {
         throw error("expected a value");
       }
       value(depth);
-      pushMember(nameStart, nameEnd, outLen);
+      pushMember(nameStart, nameEnd, outPos());
       skipWhitespace();
       if (pos < end && in[pos] == ',') {
         pos++;
-        out[outLen++] = ',';
         skipWhitespace();
       } else if (pos < end && in[pos] == '}') {
         pos++;
@@ -211,9 +253,11 @@ final class JsonCanonicalizer {
         throw error("expected ',' or '}' in an object");
       }
     }
-    sortMembers(base, objectStart);
+    if (memberTop - base > 3) {
+      flush(pos); // sorting works on the output
+      sortMembers(base, objectAt);
+    }
     memberTop = base;
-    out[outLen++] = '}';
   }
 
   private void array(int depth) {
@@ -221,11 +265,9 @@ final class JsonCanonicalizer {
       throw error("nesting deeper than " + CanonicalJson.MAX_DEPTH + " arrays and objects");
     }
     pos++;
-    out[outLen++] = '[';
     skipWhitespace();
     if (pos < end && in[pos] == ']') {
       pos++;
-      out[outLen++] = ']';
       return;
     }
     while (true) {
@@ -236,11 +278,9 @@ final class JsonCanonicalizer {
       skipWhitespace();
       if (pos < end && in[pos] == ',') {
         pos++;
-        out[outLen++] = ',';
         skipWhitespace();
       } else if (pos < end && in[pos] == ']') {
         pos++;
-        out[outLen++] = ']';
         return;
       } else {
         throw error("expected ',' or ']' in an array");
@@ -249,42 +289,64 @@ final class JsonCanonicalizer {
   }
 
   /**
-   * Copies a string, validating UTF-8 and rewriting escapes the RFC 8785 way. Never writes more
-   * bytes than it reads, so the capacity reserved up front suffices.
+   * Reads a string, validating UTF-8. Plain bytes and multi-byte UTF-8 stay in the run; escapes are
+   * rewritten the RFC 8785 way, never longer than they were.
    */
   private void string() {
-    out[outLen++] = '"';
-    int run = ++pos;
     byte[] in = this.in;
+    int end = this.end;
+    int p = pos + 1;
     while (true) {
-      while (pos < end && PLAIN[in[pos] & 0xFF]) {
-        pos++;
-      }
-      if (pos >= end) {
+      p = scanPlain(in, p, end);
+      if (p >= end) {
+        pos = p;
         throw error("unterminated string");
       }
-      int b = in[pos] & 0xFF;
+      int b = in[p] & 0xFF;
       if (b == '"') {
-        copy(run, pos);
-        pos++;
-        out[outLen++] = '"';
+        pos = p + 1;
         return;
-      } else if (b == '\\') {
-        copy(run, pos);
+      }
+      pos = p;
+      if (b == '\\') {
+        flush(p);
         escape();
-        run = pos;
+        runStart = pos;
+        p = pos;
       } else if (b < 0x20) {
-        throw error("control character " + describe(in[pos]) + " in a string must be escaped");
+        throw error("control character " + describe(in[p]) + " in a string must be escaped");
       } else {
-        pos = utf8(pos);
+        p = utf8(p);
       }
     }
   }
 
-  private void copy(int from, int to) {
-    int n = to - from;
-    System.arraycopy(in, from, out, outLen, n);
-    outLen += n;
+  /**
+   * Returns the index of the first byte at or after {@code p} that is not {@link #PLAIN} (or {@code
+   * end}). Eight bytes at a time: a byte is flagged if its high bit is set, it is below 0x20, or it
+   * equals {@code "} or {@code \}. Borrows can only flag bytes after a truly flagged one, so the
+   * lowest flag is exact.
+   */
+  private static int scanPlain(byte[] in, int p, int end) {
+    while (p + 8 <= end) {
+      long x = (long) LONGS.get(in, p);
+      long quote = x ^ 0x2222222222222222L;
+      long backslash = x ^ 0x5C5C5C5C5C5C5C5CL;
+      long flags =
+          (x
+                  | (x - 0x2020202020202020L)
+                  | ((quote - 0x0101010101010101L) & ~quote)
+                  | ((backslash - 0x0101010101010101L) & ~backslash))
+              & 0x8080808080808080L;
+      if (flags != 0) {
+        return p + (Long.numberOfTrailingZeros(flags) >>> 3);
+      }
+      p += 8;
+    }
+    while (p < end && PLAIN[in[p] & 0xFF]) {
+      p++;
+    }
+    return p;
   }
 
   /** Validates one multi-byte UTF-8 sequence at {@code p} and returns the index after it. */
@@ -328,6 +390,7 @@ final class JsonCanonicalizer {
     return p + need + 1;
   }
 
+  /** Rewrites the escape at {@code pos} to the output (the run was flushed up to it). */
   private void escape() {
     int at = pos;
     pos++;
@@ -430,141 +493,219 @@ final class JsonCanonicalizer {
   }
 
   private void number() {
+    byte[] in = this.in;
+    int end = this.end;
     int s = pos;
-    boolean negative = in[pos] == '-';
+    int p = s;
+    boolean negative = in[p] == '-';
     if (negative) {
-      pos++;
+      p++;
     }
-    int intStart = pos;
-    if (pos < end && in[pos] == '0') {
-      pos++;
-    } else if (pos < end && in[pos] >= '1' && in[pos] <= '9') {
-      pos++;
-      while (pos < end && isDigit(in[pos])) {
-        pos++;
+    int intStart = p;
+    if (p < end && in[p] == '0') {
+      p++;
+    } else if (p < end && in[p] >= '1' && in[p] <= '9') {
+      p++;
+      while (p < end && isDigit(in[p])) {
+        p++;
       }
     } else {
+      pos = p;
       throw error("a number needs a digit after '-'");
     }
-    int intEnd = pos;
-    int fracStart = pos;
-    int fracEnd = pos;
-    if (pos < end && in[pos] == '.') {
-      fracStart = ++pos;
-      while (pos < end && isDigit(in[pos])) {
-        pos++;
+    int intEnd = p;
+    int fracStart = p;
+    int fracEnd = p;
+    if (p < end && in[p] == '.') {
+      fracStart = ++p;
+      while (p < end && isDigit(in[p])) {
+        p++;
       }
-      if (pos == fracStart) {
+      if (p == fracStart) {
+        pos = p;
         throw error("a number needs a digit after '.'");
       }
-      fracEnd = pos;
+      fracEnd = p;
     }
     long exponent = 0;
     boolean hasExponent = false;
-    if (pos < end && (in[pos] == 'e' || in[pos] == 'E')) {
+    if (p < end && (in[p] == 'e' || in[p] == 'E')) {
       hasExponent = true;
-      pos++;
+      p++;
       boolean negativeExponent = false;
-      if (pos < end && (in[pos] == '+' || in[pos] == '-')) {
-        negativeExponent = in[pos] == '-';
-        pos++;
+      if (p < end && (in[p] == '+' || in[p] == '-')) {
+        negativeExponent = in[p] == '-';
+        p++;
       }
-      int expStart = pos;
-      while (pos < end && isDigit(in[pos])) {
+      int expStart = p;
+      while (p < end && isDigit(in[p])) {
         if (exponent < 1_000_000_000L) { // beyond this only the sign matters
-          exponent = exponent * 10 + (in[pos] - '0');
+          exponent = exponent * 10 + (in[p] - '0');
         }
-        pos++;
+        p++;
       }
-      if (pos == expStart) {
+      if (p == expStart) {
+        pos = p;
         throw error("a number needs a digit in its exponent");
       }
       if (negativeExponent) {
         exponent = -exponent;
       }
     }
-    // Numbers are the only values whose canonical form can be longer than their input.
-    ensure(outLen + (end - pos) + JsonNumbers.MAX_LENGTH);
+    pos = p;
     if (fracStart == fracEnd && !hasExponent && intEnd - intStart <= JsonNumbers.EXACT_DIGITS) {
-      // Fast path: an integer of at most 15 digits is exact in a double and already canonical.
-      if (intEnd - intStart == 1 && in[intStart] == '0') {
-        out[outLen++] = '0'; // -0 is 0
-      } else {
-        copy(s, intEnd);
+      // An integer of at most 15 digits is exact in a double and already canonical, except -0.
+      if (negative && intEnd - intStart == 1 && in[intStart] == '0') {
+        flush(s);
+        out[outLen++] = '0';
+        runStart = p;
       }
       return;
     }
-    int written =
+    if (!hasExponent && plainDecimalIsCanonical(in, intStart, intEnd, fracStart, fracEnd)) {
+      return;
+    }
+    int len =
         numbers.write(
-            in, s, pos, negative, intStart, intEnd, fracStart, fracEnd, exponent, out, outLen);
-    if (written < 0) {
+            in, s, p, negative, intStart, intEnd, fracStart, fracEnd, exponent, number, 0);
+    if (len < 0) {
       pos = s;
       throw error("number outside the IEEE-754 double range");
     }
-    outLen = written;
+    if (len != p - s || !Arrays.equals(number, 0, len, in, s, p)) {
+      flush(s);
+      ensure(outLen + len + (end - p) + 64); // the only output that can outgrow its input
+      System.arraycopy(number, 0, out, outLen, len);
+      outLen += len;
+      runStart = p;
+    }
+  }
+
+  /**
+   * Whether a decimal without exponent is already canonical: at most 15 digits (so its digits are
+   * the shortest, see {@link JsonNumbers}), no trailing zero in the fraction, and in the range that
+   * ECMAScript writes in plain notation (fewer than 6 zeros after {@code 0.}).
+   */
+  private static boolean plainDecimalIsCanonical(
+      byte[] in, int intStart, int intEnd, int fracStart, int fracEnd) {
+    if ((intEnd - intStart) + (fracEnd - fracStart) > JsonNumbers.EXACT_DIGITS
+        || in[fracEnd - 1] == '0') {
+      return false;
+    }
+    if (in[intStart] != '0') {
+      return true; // JSON has no other leading zeros
+    }
+    int zeros = 0;
+    while (in[fracStart + zeros] == '0') {
+      zeros++;
+    }
+    return zeros < 6;
   }
 
   private static boolean isDigit(byte b) {
     return b >= '0' && b <= '9';
   }
 
+  /** Skips whitespace, which ends the pending run. */
   private void skipWhitespace() {
     byte[] in = this.in;
-    while (pos < end) {
-      byte b = in[pos];
-      if (b == ' ' || b == '\n' || b == '\r' || b == '\t') {
-        pos++;
-      } else {
-        return;
-      }
+    int p = pos;
+    if (p >= end || !isWhitespace(in[p])) {
+      return;
     }
+    flush(p);
+    do {
+      p++;
+    } while (p < end && isWhitespace(in[p]));
+    pos = p;
+    runStart = p;
+  }
+
+  private static boolean isWhitespace(byte b) {
+    return b == ' ' || b == '\n' || b == '\r' || b == '\t';
   }
 
   private void pushMember(int nameStart, int nameEnd, int memberEnd) {
     if (memberTop + 3 > members.length) {
       members = Arrays.copyOf(members, members.length * 2);
+      prefixes = Arrays.copyOf(prefixes, members.length / 3 + 1);
     }
     members[memberTop] = nameStart;
     members[memberTop + 1] = nameEnd;
     members[memberTop + 2] = memberEnd;
+    int n = Math.min(8, nameEnd - nameStart - 2);
+    int at = runStart + nameStart + 1 - outLen; // the name's input offset, if it is in the run
+    prefixes[memberTop / 3] =
+        nameStart >= outLen && at + 8 <= end ? prefix(in, at, n) : prefixOfOutput(nameStart, n);
     memberTop += 3;
+  }
+
+  /** The prefix (see {@link #prefixes}) of the {@code n <= 8} name bytes at {@code in[at]}. */
+  private static long prefix(byte[] in, int at, int n) {
+    if (n == 0) {
+      return 0;
+    }
+    long mask = -1L << (64 - 8 * n); // the first n bytes, big-endian
+    long x = (long) BIG_LONGS.get(in, at) & mask;
+    long backslash = x ^ 0x5C5C5C5C5C5C5C5CL;
+    long flags =
+        ((x | (x - 0x2020202020202020L)) & mask | ((backslash - 0x0101010101010101L) & ~backslash))
+            & 0x8080808080808080L
+            & mask;
+    // Every byte >= 0x80, < 0x20 or '\\' is flagged. Borrows can add false flags (e.g. the
+    // zeroed bytes past the name borrow from a last byte ' '), which only means -1: the general
+    // comparison, never a wrong order.
+    return flags == 0 ? x : -1;
+  }
+
+  private long prefixOfOutput(int nameStart, int n) {
+    long prefix = 0;
+    for (int i = 0; i < n; i++) {
+      byte b = outputByte(nameStart + 1 + i);
+      if (b < 0x20 || b == '\\') { // negative: non-ASCII
+        return -1;
+      }
+      prefix |= (long) b << (56 - 8 * i);
+    }
+    return prefix;
+  }
+
+  /** Returns the byte at output offset {@code i}, flushed or still in the run. */
+  private byte outputByte(int i) {
+    return i < outLen ? out[i] : in[runStart + i - outLen];
   }
 
   /**
    * Sorts the members {@code members[base, memberTop)} of the object just read by name, in UTF-16
-   * code unit order, rejecting duplicates, and permutes the object's bytes if they were unsorted.
+   * code unit order, rejecting duplicates, and permutes the object's output bytes if they were
+   * unsorted.
    */
-  private void sortMembers(int base, int objectStart) {
+  private void sortMembers(int base, int objectAt) {
     int n = (memberTop - base) / 3;
-    if (n < 2) {
-      return;
-    }
-    boolean sorted = true;
-    for (int i = 1; i < n; i++) {
-      int c = compareMembers(base + 3 * (i - 1), base + 3 * i);
-      if (c == 0) {
-        throw duplicate(base + 3 * i, objectStart);
-      }
-      if (c > 0) {
-        sorted = false;
-        break;
-      }
-    }
-    if (sorted) {
-      return;
-    }
+    objectStart = objectAt;
     if (order.length < n) {
       order = new int[Math.max(n, order.length * 2)];
       orderTmp = new int[order.length];
+      keys = new long[order.length];
     }
-    for (int i = 0; i < n; i++) {
-      order[i] = base + 3 * i;
-    }
-    mergeSort(order, orderTmp, 0, n);
-    for (int i = 1; i < n; i++) {
-      if (compareMembers(order[i - 1], order[i]) == 0) {
-        throw duplicate(order[i], objectStart);
+    if (!sortByPrefix(base, n)) {
+      boolean sorted = true;
+      for (int i = 1; i < n; i++) {
+        if (compareMembers(base + 3 * (i - 1), base + 3 * i) > 0) {
+          sorted = false;
+          break;
+        }
       }
+      if (sorted) {
+        return;
+      }
+      for (int i = 0; i < n; i++) {
+        order[i] = base + 3 * i;
+      }
+      // Any two equal names are compared somewhere in the sort, so compareMembers sees them.
+      mergeSort(order, orderTmp, 0, n);
+    } else if (order[0] == -1) {
+      return; // already in order
     }
     int regionStart = members[base];
     int regionEnd = members[memberTop - 1];
@@ -584,6 +725,52 @@ final class JsonCanonicalizer {
         out[w++] = ',';
       }
     }
+  }
+
+  /**
+   * The common case: a small object whose names all start with distinct plain-ASCII 8-byte prefixes
+   * sorts by those prefixes alone (an insertion sort over longs). Fills {@link #order} (or sets
+   * {@code order[0] = -1} if the members are already in order) and returns true, or returns false
+   * if the general sort is needed.
+   */
+  private boolean sortByPrefix(int base, int n) {
+    if (n > 32) {
+      return false;
+    }
+    long[] keys = this.keys;
+    int[] order = this.order;
+    int first = base / 3;
+    boolean sorted = true;
+    for (int i = 0; i < n; i++) {
+      long key = prefixes[first + i];
+      if (key < 0) {
+        return false; // not plain ASCII: the general sort decodes
+      }
+      if (i > 0 && key <= keys[i - 1]) {
+        sorted = false;
+      }
+      keys[i] = key; // non-negative: signed order is unsigned order
+    }
+    if (sorted) {
+      order[0] = -1;
+      return true;
+    }
+    for (int i = 0; i < n; i++) {
+      long key = keys[i];
+      int member = base + 3 * i;
+      int j = i - 1;
+      // A shared prefix (e.g. shipping_address, shipping_lines) compares the whole names, which
+      // also catches duplicates.
+      while (j >= 0
+          && (keys[j] > key || (keys[j] == key && compareMembers(order[j], member) > 0))) {
+        keys[j + 1] = keys[j];
+        order[j + 1] = order[j];
+        j--;
+      }
+      keys[j + 1] = key;
+      order[j + 1] = member;
+    }
+    return true;
   }
 
   /** Stable merge sort of member indexes; insertion sort for short runs. */
@@ -618,13 +805,28 @@ final class JsonCanonicalizer {
     }
   }
 
-  /** Compares two members' names (canonical string bytes between the quotes). */
+  /**
+   * Compares two members' names (canonical string bytes between the quotes); equal names are a
+   * duplicate, which is an error.
+   */
   private int compareMembers(int a, int b) {
-    return CanonicalStrings.compare(
-        out, members[a] + 1, members[a + 1] - 1, members[b] + 1, members[b + 1] - 1);
+    long pa = prefixes[a / 3];
+    long pb = prefixes[b / 3];
+    int c;
+    if ((pa | pb) >= 0 && pa != pb) {
+      c = Long.compareUnsigned(pa, pb);
+    } else {
+      c =
+          CanonicalStrings.compare(
+              out, members[a] + 1, members[a + 1] - 1, members[b] + 1, members[b + 1] - 1);
+    }
+    if (c == 0) {
+      throw duplicate(b);
+    }
+    return c;
   }
 
-  private InvalidJsonException duplicate(int member, int objectStart) {
+  private InvalidJsonException duplicate(int member) {
     String name = CanonicalStrings.decode(out, members[member] + 1, members[member + 1] - 1);
     return new InvalidJsonException(
         "duplicate member name \"" + CanonicalStrings.abbreviate(name) + "\" in the object",

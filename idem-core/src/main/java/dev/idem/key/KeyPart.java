@@ -1,5 +1,6 @@
 package dev.idem.key;
 
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
@@ -218,7 +219,7 @@ public sealed interface KeyPart
 
     @Override
     public String toString() {
-      return "Json[" + new String(canonical, java.nio.charset.StandardCharsets.UTF_8) + "]";
+      return "Json[" + new String(canonical, StandardCharsets.UTF_8) + "]";
     }
   }
 

@@ -5,6 +5,7 @@ import dev.idem.IdemConfigException;
 import dev.idem.KeyDerivationException;
 import java.util.List;
 import java.util.stream.Collectors;
+import org.jspecify.annotations.Nullable;
 
 /** Explicit keys: one typed part per header or body field, in order. */
 final class SourceRule implements KeyRule {
@@ -51,7 +52,7 @@ final class SourceRule implements KeyRule {
   public DedupKey derive(InboundEvent event) {
     int n = sources.size();
     String[] values = new String[n];
-    JsonCanonicalizer body = null;
+    @Nullable JsonCanonicalizer body = null;
     try {
       for (int i = 0; i < n; i++) {
         KeySource source = sources.get(i);
