@@ -42,7 +42,21 @@ final class JsonModel {
     "\uD800\uDC00",
     "a\"b",
     "a\\b",
-    "/"
+    "/",
+    // Shared 8-byte prefixes, names of exactly 8 bytes, and a name ending in a space.
+    "shipping",
+    "shipping_address",
+    "shipping_lines",
+    "shipping ",
+    "shippinG",
+    "shipping\u00e9",
+    "abcdefgh",
+    "abcdefghi",
+    "abcdefg",
+    "abcdefg\n",
+    "abcdefgh\"",
+    "total_price",
+    "total_tax"
   };
 
   private static final String CHARS =
@@ -54,10 +68,12 @@ final class JsonModel {
     int kind = depth > 4 ? 2 + r.nextInt(4) : r.nextInt(6);
     return switch (kind) {
       case 0 -> {
+        // Mostly small objects; sometimes a wide one (beyond the prefix sort's 32) of scalars.
+        boolean wide = r.nextInt(20) == 0;
         Map<String, Object> map = new LinkedHashMap<>();
-        for (int i = r.nextInt(6); i > 0; i--) {
+        for (int i = wide ? r.nextInt(70) : r.nextInt(6); i > 0; i--) {
           String name = r.nextInt(3) == 0 ? randomString(r) : NAMES[r.nextInt(NAMES.length)];
-          map.put(name, randomValue(r, depth + 1));
+          map.put(name, randomValue(r, wide ? 5 : depth + 1));
         }
         yield map;
       }
