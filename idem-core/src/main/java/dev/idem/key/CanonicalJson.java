@@ -23,8 +23,9 @@ import java.util.Arrays;
  * most {@link #MAX_DEPTH} nested arrays and objects. A number that underflows (e.g. {@code 1e-400})
  * is {@code 0}, as in ECMAScript.
  *
- * <p>Streaming and allocation-free in the steady state: one pass, no tree, per-thread buffers (a
- * buffer that grows past 256 KiB for one huge input is released afterwards). Thread-safe.
+ * <p>Streaming: one pass, no tree, per-thread buffers (a buffer that grows past 256 KiB for one
+ * huge input is released afterwards); in the steady state nothing is allocated but the result (and
+ * a string for the rare number that needs floating point). Thread-safe.
  */
 public final class CanonicalJson {
   /** The deepest nesting of arrays and objects accepted; the outermost array or object is 1. */
