@@ -606,13 +606,16 @@ final class JsonCanonicalizer {
     return b >= '0' && b <= '9';
   }
 
-  /** Skips whitespace, which ends the pending run. */
+  /** Skips whitespace, which ends the pending run. Small, so that every call site inlines it. */
   private void skipWhitespace() {
+    if (pos < end && isWhitespace(in[pos])) {
+      skipWhitespaceRun();
+    }
+  }
+
+  private void skipWhitespaceRun() {
     byte[] in = this.in;
     int p = pos;
-    if (p >= end || !isWhitespace(in[p])) {
-      return;
-    }
     flush(p);
     do {
       p++;
