@@ -44,7 +44,8 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>An event the rule cannot key is a {@link KeyDerivationException} (a service answers {@code
  * 400}), never a key: a missing or blank value, a {@code null} field, a body that is not I-JSON.
- * The message says what to send or configure. Rules are immutable and thread-safe.
+ * The message says what to send or configure. The rules these factories return are immutable and
+ * thread-safe (a function rule as far as its function is).
  */
 @FunctionalInterface
 public interface KeyRule {
