@@ -38,6 +38,10 @@ final class KeyWriter {
   private byte[] buf = new byte[INITIAL];
   private int len;
   private boolean hashing;
+
+  /** False while {@link #sha} may hold input of an encoding that did not finish (it threw). */
+  private boolean digestClean = true;
+
   private final MessageDigest sha = Sha256Words.newDigest();
   private final byte[] digest = new byte[32];
 
@@ -56,7 +60,10 @@ final class KeyWriter {
   KeyWriter start(int count, boolean hashing) {
     this.hashing = hashing;
     len = 0;
-    sha.reset();
+    if (!digestClean) {
+      sha.reset(); // digest() resets it after a finished encoding
+      digestClean = true;
+    }
     ensure(8);
     System.arraycopy(MAGIC, 0, buf, 0, 4);
     len = 4;
@@ -103,6 +110,7 @@ final class KeyWriter {
     buf[len++] = (byte) tag;
     putInt(value.length);
     if (hashing && value.length > DIRECT) {
+      digestClean = false;
       sha.update(buf, 0, len);
       len = 0;
       sha.update(value);
@@ -151,6 +159,7 @@ final class KeyWriter {
     } catch (DigestException e) {
       throw new IllegalStateException("SHA-256 digest needs 32 bytes", e);
     }
+    digestClean = true;
     trim();
     return DedupKey.ofDigest(digest);
   }

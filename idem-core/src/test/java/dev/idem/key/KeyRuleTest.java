@@ -273,6 +273,23 @@ class KeyRuleTest {
     }
 
     @Test
+    void aFailedDerivationLeavesNoTraceInTheNext() {
+      DedupKey before = rule.derive(event(BODY));
+      InboundEvent bad =
+          InboundEvent.builder()
+              .body(BODY)
+              .principal("iss", "alice")
+              .actor("iss", "\uD800")
+              .build();
+      assertThatThrownBy(() -> rule.derive(bad))
+          .isInstanceOf(KeyDerivationException.class)
+          .hasMessageContaining("lone surrogate");
+      assertThatThrownBy(() -> rule.derive(event(utf8("{\"a\":[1,"))))
+          .isInstanceOf(KeyDerivationException.class);
+      assertThat(rule.derive(event(BODY))).isEqualTo(before);
+    }
+
+    @Test
     void aJsonNullBodyIsKeyable() {
       assertThat(rule.derive(event(utf8(" null ")))).isEqualTo(rule.derive(event(utf8("null"))));
     }
