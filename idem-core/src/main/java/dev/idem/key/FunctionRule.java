@@ -2,6 +2,7 @@ package dev.idem.key;
 
 import dev.idem.DedupKey;
 import dev.idem.KeyDerivationException;
+import java.util.List;
 import java.util.Objects;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
@@ -16,7 +17,19 @@ final class FunctionRule implements KeyRule {
 
   @Override
   public DedupKey derive(InboundEvent event) {
-    String value = key.apply(event);
+    return textKey(key.apply(event));
+  }
+
+  @Override
+  public DedupKey keyOf(List<String> values) {
+    if (values.size() != 1) {
+      throw new KeyDerivationException(
+          "a key function's key is one text value, got " + values.size() + " values");
+    }
+    return textKey(values.get(0));
+  }
+
+  private static DedupKey textKey(@Nullable String value) {
     if (value == null) {
       throw new KeyDerivationException(
           "the key function returned null; return the event's identity (e.g. its id), or throw to"

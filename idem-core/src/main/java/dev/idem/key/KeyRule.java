@@ -59,6 +59,26 @@ public interface KeyRule {
   DedupKey derive(InboundEvent event);
 
   /**
+   * Returns the key this rule gives an event whose key values are {@code values}, without the
+   * event: for admin tools that look a key up by its raw value (an order id, a delivery id). A
+   * field or header rule takes one value per entry, in order (a field's value as {@link
+   * FieldPath#extract(byte[])} reads it, e.g. {@code 1} for the number 1); a function rule takes
+   * the one text it would return.
+   *
+   * @param values the key's raw values, one per part
+   * @return the key an event with these values gets
+   * @throws KeyDerivationException if a value is blank or the count does not match the rule
+   * @throws IdemConfigException if the rule has no raw values (the default key is a digest of the
+   *     body: look it up by its hex digest instead)
+   */
+  default DedupKey keyOf(List<String> values) {
+    throw new IdemConfigException(
+        "the key rule "
+            + this
+            + " has no raw key values; look the key up by its 64-digit hex digest instead");
+  }
+
+  /**
    * Returns a rule that keys on a function of the event, used verbatim: every event for which it
    * returns the same text is a duplicate, whoever sent it.
    *

@@ -78,6 +78,33 @@ final class SourceRule implements KeyRule {
     return w.key();
   }
 
+  @Override
+  public DedupKey keyOf(List<String> values) {
+    int n = sources.size();
+    if (values.size() != n) {
+      throw new KeyDerivationException(
+          "the key rule "
+              + this
+              + " takes "
+              + n
+              + (n == 1 ? " value" : " values (a JSON array of them, in order)")
+              + ", got "
+              + values.size());
+    }
+    for (int i = 0; i < n; i++) {
+      String value = values.get(i);
+      if (value == null || value.isBlank()) {
+        throw new KeyDerivationException(
+            "blank key: value " + (i + 1) + " for " + sources.get(i).spec() + " is empty");
+      }
+    }
+    KeyWriter w = KeyWriter.get().start(n, true);
+    for (int i = 0; i < n; i++) {
+      w.text(sources.get(i).tag(), values.get(i));
+    }
+    return w.key();
+  }
+
   /** Reads the body once for all the rule's fields. */
   private static JsonCanonicalizer canonicalBody(InboundEvent event, FieldPath path) {
     byte[] bytes = event.body();
