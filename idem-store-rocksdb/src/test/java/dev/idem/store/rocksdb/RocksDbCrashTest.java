@@ -43,6 +43,7 @@ class RocksDbCrashTest {
   private static final int THREADS = 8;
 
   @TempDir Path dir;
+  @TempDir Path logs;
 
   @ParameterizedTest
   @EnumSource(Durability.class)
@@ -51,7 +52,7 @@ class RocksDbCrashTest {
     Set<DedupKey> enqueued = new HashSet<>();
     for (int round = 0; round < ROUNDS; round++) {
       // given: a storm in a child JVM, killed once it has acknowledged enough commits
-      Storm storm = Storm.start(dir, durability, round);
+      Storm storm = Storm.start(dir, logs, durability, round);
       await()
           .atMost(Duration.ofMinutes(2))
           .until(() -> storm.acknowledged() >= KEYS_PER_ROUND || !storm.process.isAlive());
@@ -103,7 +104,7 @@ class RocksDbCrashTest {
   @Test
   void aDirectoryOpenInAnotherProcessIsRefusedWithTheFix() throws Exception {
     // given: a storm in a child JVM holding the directory
-    Storm storm = Storm.start(dir, Durability.OS_BUFFERED, 0);
+    Storm storm = Storm.start(dir, logs, Durability.OS_BUFFERED, 0);
     try {
       await().atMost(Duration.ofMinutes(1)).until(() -> storm.lines.contains("READY"));
 
@@ -148,8 +149,8 @@ class RocksDbCrashTest {
       reader.start();
     }
 
-    static Storm start(Path dir, Durability durability, int round) throws Exception {
-      Path stderr = Files.createTempFile("crash-storm", ".err");
+    static Storm start(Path dir, Path logs, Durability durability, int round) throws Exception {
+      Path stderr = Files.createTempFile(logs, "crash-storm", ".err");
       String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
       Process p =
           new ProcessBuilder(
