@@ -13,6 +13,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Assumptions;
@@ -22,6 +24,14 @@ import org.junit.jupiter.api.Assumptions;
  * restart or reconfigure a server: never the shared one on 6379.
  */
 final class RedisProcess implements AutoCloseable {
+  /** Processes still running when the JVM exits (a test crashed) are killed then. */
+  private static final Set<Process> RUNNING = ConcurrentHashMap.newKeySet();
+
+  static {
+    Runtime.getRuntime()
+        .addShutdownHook(new Thread(() -> RUNNING.forEach(Process::destroyForcibly)));
+  }
+
   private final Path dir;
   private final int port;
   private final List<String> extraArgs;
@@ -41,8 +51,20 @@ final class RedisProcess implements AutoCloseable {
    * @return the running server
    */
   static RedisProcess start(Path dir, String... extraArgs) throws IOException {
+    return start(dir, freePort(), extraArgs);
+  }
+
+  /**
+   * Starts a redis-server with persistence off on a given port.
+   *
+   * @param dir a directory for its files
+   * @param port the port
+   * @param extraArgs more command-line options
+   * @return the running server
+   */
+  static RedisProcess start(Path dir, int port, String... extraArgs) throws IOException {
     requireInstalled();
-    RedisProcess p = new RedisProcess(dir, freePort(), List.of(extraArgs));
+    RedisProcess p = new RedisProcess(dir, port, List.of(extraArgs));
     p.startProcess();
     return p;
   }
@@ -107,6 +129,7 @@ final class RedisProcess implements AutoCloseable {
             dir.resolve("redis-" + port + ".log").toString()));
     cmd.addAll(extraArgs);
     process = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    RUNNING.add(process);
     awaitListening(Duration.ofSeconds(20));
   }
 
@@ -130,6 +153,7 @@ final class RedisProcess implements AutoCloseable {
             .redirectErrorStream(true)
             .redirectOutput(dir.resolve("sentinel-" + port + ".log").toFile())
             .start();
+    RUNNING.add(p.process);
     p.awaitListening(Duration.ofSeconds(20));
     return p;
   }
@@ -160,6 +184,7 @@ final class RedisProcess implements AutoCloseable {
     if (p == null || !p.isAlive()) {
       return;
     }
+    RUNNING.remove(p);
     p.destroy();
     try {
       if (!p.waitFor(10, TimeUnit.SECONDS)) {
