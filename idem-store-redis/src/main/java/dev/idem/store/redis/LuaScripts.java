@@ -3,6 +3,7 @@ package dev.idem.store.redis;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.List;
 
 /**
  * The store's Lua scripts, all in one place. Each runs on one key ({@code KEYS[1]}) and implements
@@ -133,6 +134,9 @@ final class LuaScripts {
               redis.call('DEL', KEYS[1])
               return 1
               """);
+
+  /** Every script, in a fixed order. */
+  static final List<Script> ALL = List.of(RESERVE, COMMIT, RELEASE);
 
   /**
    * One script: its text and the SHA-1 digest that {@code EVALSHA} names it by.

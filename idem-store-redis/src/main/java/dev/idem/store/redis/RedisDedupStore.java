@@ -47,9 +47,14 @@ import io.lettuce.core.protocol.RedisCommand;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
@@ -203,6 +208,61 @@ public final class RedisDedupStore implements DedupStore {
     connection.dispatch(call.prepare(true));
     awaitOne(call, "release");
     return settled(call, "release");
+  }
+
+  /**
+   * Reserves without blocking: the same script and answers as {@link #reserve}, for callers that
+   * keep many requests in flight on few threads. The future completes on a Lettuce I/O thread, so
+   * chained work must not block; it completes exceptionally with the exceptions {@link #reserve}
+   * throws (a command timeout included).
+   *
+   * @param request what to reserve
+   * @return the outcome, when Redis answers
+   */
+  public CompletableFuture<ReserveResult> reserveAsync(ReserveRequest request) {
+    ensureOpen();
+    ScriptCall<List<Object>> call = reserveCall(request);
+    return sendAsync(call, "reserve").thenApply(reply -> decodeReserve(call, request));
+  }
+
+  /**
+   * Commits without blocking; see {@link #commit} and {@link #reserveAsync}.
+   *
+   * @param request what to commit
+   * @return {@link SettleResult#APPLIED} or {@link SettleResult#STALE}, when Redis answers
+   */
+  public CompletableFuture<SettleResult> commitAsync(CommitRequest request) {
+    ensureOpen();
+    ScriptCall<Long> call = commitCall(request);
+    return sendAsync(call, "commit").thenApply(reply -> settled(call, "commit"));
+  }
+
+  /**
+   * Releases without blocking; see {@link #release} and {@link #reserveAsync}.
+   *
+   * @param request what to release
+   * @return {@link SettleResult#APPLIED} or {@link SettleResult#STALE}, when Redis answers
+   */
+  public CompletableFuture<SettleResult> releaseAsync(ReleaseRequest request) {
+    ensureOpen();
+    ScriptCall<Long> call = releaseCall(request);
+    return sendAsync(call, "release").thenApply(reply -> settled(call, "release"));
+  }
+
+  /**
+   * Returns the Lua scripts this store runs, by name ({@code reserve}, {@code commit}, {@code
+   * release}): for audits, for preloading them with {@code SCRIPT LOAD}, and for benchmarks that
+   * run the same script outside Idem. They are part of the stable format (see {@code
+   * docs/stores/redis.md}).
+   *
+   * @return the script texts, in a fixed order
+   */
+  public static Map<String, String> luaScripts() {
+    Map<String, String> scripts = new LinkedHashMap<>();
+    for (LuaScripts.Script s : LuaScripts.ALL) {
+      scripts.put(s.name(), s.body());
+    }
+    return Collections.unmodifiableMap(scripts);
   }
 
   @Override
@@ -479,6 +539,36 @@ public final class RedisDedupStore implements DedupStore {
   }
 
   // --- waiting -----------------------------------------------------------------------------------
+
+  private <T> CompletableFuture<T> sendAsync(ScriptCall<T> call, String what) {
+    AsyncCommand<byte[], byte[], T> first = call.prepare(true);
+    connection.dispatch(first);
+    return first
+        .exceptionallyCompose(
+            failure -> {
+              if (unwrap(failure) instanceof RedisNoScriptException) {
+                // The server lost its script cache: EVAL loads it again (see awaitOne).
+                AsyncCommand<byte[], byte[], T> again = call.prepare(false);
+                connection.dispatch(again);
+                return again;
+              }
+              return CompletableFuture.failedFuture(failure);
+            })
+        .exceptionally(
+            failure -> {
+              throw RedisErrors.map(
+                  failure, description, what, KeyLayout.text(call.key), config.commandTimeout());
+            });
+  }
+
+  private static Throwable unwrap(Throwable t) {
+    Throwable c = t;
+    while ((c instanceof CompletionException || c instanceof ExecutionException)
+        && c.getCause() != null) {
+      c = c.getCause();
+    }
+    return c;
+  }
 
   private void awaitOne(ScriptCall<?> call, String what) {
     Throwable failure = waitFor(call.command, System.nanoTime() + timeoutNanos, what);
@@ -796,19 +886,22 @@ public final class RedisDedupStore implements DedupStore {
 
     private static void checkFailsClosed(ClientOptions options, String description) {
       if (options.getDisconnectedBehavior() != ClientOptions.DisconnectedBehavior.REJECT_COMMANDS
-          || !options.isAutoReconnect()) {
+          || !options.isAutoReconnect()
+          || !options.getTimeoutOptions().isTimeoutCommands()) {
         throw new IdemConfigException(
             "the Lettuce client given for "
                 + description
                 + " has disconnectedBehavior "
                 + options.getDisconnectedBehavior()
-                + " and autoReconnect "
+                + ", autoReconnect "
                 + options.isAutoReconnect()
+                + " and timeoutCommands "
+                + options.getTimeoutOptions().isTimeoutCommands()
                 + ": Idem needs a client that rejects commands while disconnected (instead of"
-                + " queueing them for a late replay) and reconnects. Set"
+                + " queueing them for a late replay), reconnects, and times commands out. Set"
                 + " ClientOptions.builder().disconnectedBehavior(REJECT_COMMANDS)"
-                + ".autoReconnect(true) on it, or let Idem create the client with"
-                + " RedisDedupStore.builder(uri).");
+                + ".autoReconnect(true) (and keep Lettuce's default TimeoutOptions) on it, or let"
+                + " Idem create the client with RedisDedupStore.builder(uri).");
       }
     }
 

@@ -326,6 +326,37 @@ class RedisDedupStoreTest {
   }
 
   @Test
+  void asyncFormsAnswerLikeTheBlockingOnesAndFailWithTheSameExceptions() throws Exception {
+    DedupKey key = key(50);
+    Ttl ttl = new Ttl(10 * MINUTE, Expiry.FIXED);
+
+    ReserveResult first = store.reserveAsync(reserve(key, 7, ttl)).get();
+    ReserveResult second = store.reserveAsync(reserve(key, 8, ttl)).get();
+    SettleResult stale = store.releaseAsync(new ReleaseRequest(SCOPE, key, 8, 0)).get();
+    SettleResult committed =
+        store
+            .commitAsync(new CommitRequest(SCOPE, key, 7, time.wallMillis(), ttl, new byte[] {1}))
+            .get();
+
+    assertThat(first).isInstanceOf(ReserveResult.Acquired.class);
+    assertThat(second).isInstanceOf(ReserveResult.InFlight.class);
+    assertThat(stale).isEqualTo(SettleResult.STALE);
+    assertThat(committed).isEqualTo(SettleResult.APPLIED);
+    DedupKey hashKey = key(51);
+    SharedRedis.admin().hset(redisKey(hashKey), "f".getBytes(), "v".getBytes());
+    assertThat(store.reserveAsync(reserve(hashKey, 9, ttl)))
+        .failsWithin(Duration.ofSeconds(5))
+        .withThrowableOfType(java.util.concurrent.ExecutionException.class)
+        .withCauseInstanceOf(StoreException.class);
+  }
+
+  @Test
+  void publishesItsScripts() {
+    assertThat(RedisDedupStore.luaScripts()).containsOnlyKeys("reserve", "commit", "release");
+    assertThat(RedisDedupStore.luaScripts().get("reserve")).contains("redis.call('SET'");
+  }
+
+  @Test
   void describesWithoutPasswordAndReportsCapabilities() {
     assertThat(store.describe()).contains("prefix=" + prefix);
     assertThat(store.capabilities().nativeExpiry()).isTrue();
