@@ -11,6 +11,7 @@ import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
 import dev.idem.spi.SettleResult;
 import dev.idem.spi.Ttl;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
@@ -46,7 +47,8 @@ class RedisClusterTest {
 
   @Test
   void keysSpreadOverEveryMasterAndBatchesSpanSlots() throws Exception {
-    try (RedisDedupStore store = RedisDedupStore.builder(cluster.uri()).build()) {
+    try (RedisDedupStore store =
+        RedisDedupStore.builder(cluster.uri()).commandTimeout(Duration.ofSeconds(15)).build()) {
       // given 300 keys reserved and committed in batches of 100 (each batch spans many slots)
       for (int batch = 0; batch < 3; batch++) {
         List<ReserveRequest> reserves = new ArrayList<>();

@@ -46,7 +46,15 @@ class RedisDedupStoreTest {
   @BeforeEach
   void open() {
     prefix = SharedRedis.uniquePrefix();
-    store = RedisDedupStore.builder(SharedRedis.client()).prefix(prefix).build();
+    store = open(prefix);
+  }
+
+  /** A long command timeout: these tests check behaviour, not speed, on a shared machine. */
+  private static RedisDedupStore open(String prefix) {
+    return RedisDedupStore.builder(SharedRedis.client())
+        .prefix(prefix)
+        .commandTimeout(Duration.ofSeconds(15))
+        .build();
   }
 
   @AfterEach
@@ -177,8 +185,7 @@ class RedisDedupStoreTest {
     // given keys in two scopes, and a second store whose prefix extends this one's with our scope
     Scope other = Scope.of("orders", "other");
     String nested = prefix + SCOPE + ":";
-    try (RedisDedupStore nestedStore =
-        RedisDedupStore.builder(SharedRedis.client()).prefix(nested).build()) {
+    try (RedisDedupStore nestedStore = open(nested)) {
       for (int i = 0; i < 2500; i += 1) {
         store.reserve(reserve(key(i), 7, Ttl.NONE));
       }
@@ -371,7 +378,7 @@ class RedisDedupStoreTest {
     RedisDedupStore own =
         RedisDedupStore.builder(SharedRedis.service().url())
             .prefix(prefix)
-            .commandTimeout(Duration.ofSeconds(1))
+            .commandTimeout(Duration.ofSeconds(15))
             .build();
     assertThat(own.describe()).startsWith("redis://127.0.0.1:");
     own.reserve(reserve(key(40), 7, Ttl.NONE));
@@ -383,8 +390,7 @@ class RedisDedupStoreTest {
         .hasMessageContaining("closed");
     // the caller-owned client behind `store` is untouched by closing a store
     store.close();
-    try (RedisDedupStore again =
-        RedisDedupStore.builder(SharedRedis.client()).prefix(prefix).build()) {
+    try (RedisDedupStore again = open(prefix)) {
       assertThat(again.inspect(SCOPE, key(40), time.wallMillis()))
           .isInstanceOf(KeyState.InFlight.class);
     }

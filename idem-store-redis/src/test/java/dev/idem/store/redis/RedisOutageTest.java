@@ -51,6 +51,11 @@ class RedisOutageTest {
     return resource;
   }
 
+  /** A long command timeout: these tests check behaviour, not speed, on a shared machine. */
+  private static RedisDedupStore open(RedisProcess redis) {
+    return RedisDedupStore.builder(redis.uri()).commandTimeout(Duration.ofSeconds(15)).build();
+  }
+
   private ReserveRequest reserve(DedupKey key) {
     return new ReserveRequest(
         SCOPE, key, null, tokens.incrementAndGet(), time.wallMillis(), 60_000, TTL);
@@ -107,7 +112,10 @@ class RedisOutageTest {
     redis.startProcess();
 
     // then the store reconnects by itself, and the rejected reserve had left nothing behind
-    await().atMost(Duration.ofSeconds(30)).untilAsserted(store::checkHealth);
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .ignoreException(StoreUnavailableException.class)
+        .untilAsserted(store::checkHealth);
     assertThat(store.inspect(SCOPE, key(2000), time.wallMillis())).isEqualTo(KeyState.ABSENT);
     ReserveRequest again = reserve(key(2000));
     assertThat(store.reserve(again)).isInstanceOf(ReserveResult.Acquired.class);
@@ -119,19 +127,19 @@ class RedisOutageTest {
 
   @Test
   void aStalledServerIsATimeoutWithUnknownOutcomeThatTheLeaseHeals() throws Exception {
-    // given a store with a short command timeout
+    // given a store with a short command timeout, and one to look with
     RedisProcess redis = closeLater(RedisProcess.start(dir));
-    RedisDedupStore store =
+    RedisDedupStore impatient =
         closeLater(
             RedisDedupStore.builder(redis.uri()).commandTimeout(Duration.ofMillis(300)).build());
-    store.checkHealth();
+    RedisDedupStore patient = closeLater(open(redis));
 
-    // when Redis stalls for 1.5 s while a reserve is sent
-    redis.cli("CLIENT", "PAUSE", "1500", "ALL");
+    // when Redis stalls for 2 s while a reserve is sent
+    redis.cli("CLIENT", "PAUSE", "2000", "ALL");
     ReserveRequest first = reserve(key(1));
 
     // then the reserve reports an unknown outcome ...
-    assertThatThrownBy(() -> store.reserve(first))
+    assertThatThrownBy(() -> impatient.reserve(first))
         .isInstanceOfSatisfying(
             StoreUnavailableException.class,
             e -> {
@@ -140,18 +148,13 @@ class RedisOutageTest {
             });
 
     // ... and indeed it was applied once Redis resumed: the key is in flight under its token
-    await()
-        .atMost(Duration.ofSeconds(10))
-        .ignoreException(StoreUnavailableException.class)
-        .untilAsserted(
-            () ->
-                assertThat(store.inspect(SCOPE, key(1), time.wallMillis()))
-                    .isInstanceOf(KeyState.InFlight.class));
-    assertThat(store.reserve(reserve(key(1)))).isInstanceOf(ReserveResult.InFlight.class);
+    assertThat(patient.inspect(SCOPE, key(1), time.wallMillis()))
+        .isInstanceOf(KeyState.InFlight.class);
+    assertThat(patient.reserve(reserve(key(1)))).isInstanceOf(ReserveResult.InFlight.class);
 
     // the lease heals it: after the lease, a resend acquires the key
     time.advanceMillis(60_000);
-    assertThat(store.reserve(reserve(key(1))))
+    assertThat(patient.reserve(reserve(key(1))))
         .isEqualTo(
             new ReserveResult.Acquired(
                 tokens.get(), time.wallMillis() + 60_000, ReserveResult.Replaced.EXPIRED_LEASE));
@@ -160,7 +163,7 @@ class RedisOutageTest {
   @Test
   void aFlushedScriptCacheIsReloadedTransparently() throws Exception {
     RedisProcess redis = closeLater(RedisProcess.start(dir));
-    RedisDedupStore store = closeLater(RedisDedupStore.builder(redis.uri()).build());
+    RedisDedupStore store = closeLater(open(redis));
     store.reserve(reserve(key(1)));
 
     redis.cli("SCRIPT", "FLUSH");
@@ -179,7 +182,10 @@ class RedisOutageTest {
     RedisProcess redis = closeLater(RedisProcess.start(dir, "--requirepass", "s3cret-pw"));
 
     RedisDedupStore store =
-        closeLater(RedisDedupStore.builder("redis://:s3cret-pw@127.0.0.1:" + redis.port()).build());
+        closeLater(
+            RedisDedupStore.builder("redis://:s3cret-pw@127.0.0.1:" + redis.port())
+                .commandTimeout(Duration.ofSeconds(15))
+                .build());
     assertThat(store.reserve(reserve(key(1)))).isInstanceOf(ReserveResult.Acquired.class);
     assertThat(store.describe()).doesNotContain("s3cret");
 
@@ -201,6 +207,7 @@ class RedisOutageTest {
     RedisDedupStore store =
         closeLater(
             RedisDedupStore.builder("redis-sentinel://127.0.0.1:" + sentinel.port() + "#mymaster")
+                .commandTimeout(Duration.ofSeconds(15))
                 .build());
 
     assertThat(store.describe()).startsWith("redis-sentinel://127.0.0.1:" + sentinel.port());
