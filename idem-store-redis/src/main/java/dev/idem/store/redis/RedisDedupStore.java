@@ -59,6 +59,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -222,7 +223,7 @@ public final class RedisDedupStore implements DedupStore {
   public CompletableFuture<ReserveResult> reserveAsync(ReserveRequest request) {
     ensureOpen();
     ScriptCall<List<Object>> call = reserveCall(request);
-    return sendAsync(call, "reserve").thenApply(reply -> decodeReserve(call, request));
+    return sendAsync(call, "reserve", c -> decodeReserve(c, request));
   }
 
   /**
@@ -234,7 +235,7 @@ public final class RedisDedupStore implements DedupStore {
   public CompletableFuture<SettleResult> commitAsync(CommitRequest request) {
     ensureOpen();
     ScriptCall<Long> call = commitCall(request);
-    return sendAsync(call, "commit").thenApply(reply -> settled(call, "commit"));
+    return sendAsync(call, "commit", c -> settled(c, "commit"));
   }
 
   /**
@@ -246,7 +247,7 @@ public final class RedisDedupStore implements DedupStore {
   public CompletableFuture<SettleResult> releaseAsync(ReleaseRequest request) {
     ensureOpen();
     ScriptCall<Long> call = releaseCall(request);
-    return sendAsync(call, "release").thenApply(reply -> settled(call, "release"));
+    return sendAsync(call, "release", c -> settled(c, "release"));
   }
 
   /**
@@ -471,14 +472,20 @@ public final class RedisDedupStore implements DedupStore {
     if (reply != null && !reply.isEmpty() && reply.get(0) instanceof Long code) {
       switch (code.intValue()) {
         case 0:
-          if (reply.size() == 2 && reply.get(1) instanceof Long replaced) {
+          if (reply.size() == 2
+              && reply.get(1) instanceof Long replaced
+              && replaced >= 0
+              && replaced < REPLACED.length) {
             return new ReserveResult.Acquired(
                 r.token(), r.leaseUntil(), REPLACED[replaced.intValue()]);
           }
           break;
         case 1:
-          if (reply.size() >= 3 && isLong(reply.get(1)) && isLong(reply.get(2))) {
-            byte[] result = reply.size() > 3 ? (byte[]) reply.get(3) : null;
+          if (reply.size() == 4
+              && isInt64(reply.get(1))
+              && isInt64(reply.get(2))
+              && (reply.get(3) == null || reply.get(3) instanceof byte[])) {
+            byte[] result = (byte[]) reply.get(3);
             return new ReserveResult.Duplicate(
                 EntryFormat.getLong((byte[]) reply.get(1), 0),
                 EntryFormat.getLong((byte[]) reply.get(2), 0),
@@ -486,12 +493,12 @@ public final class RedisDedupStore implements DedupStore {
           }
           break;
         case 2:
-          if (reply.size() == 2 && isLong(reply.get(1))) {
+          if (reply.size() == 2 && isInt64(reply.get(1))) {
             return new ReserveResult.InFlight(EntryFormat.getLong((byte[]) reply.get(1), 0));
           }
           break;
         case 3:
-          if (reply.size() == 2 && isLong(reply.get(1))) {
+          if (reply.size() == 2 && isInt64(reply.get(1))) {
             return new ReserveResult.Conflict(EntryFormat.getLong((byte[]) reply.get(1), 0));
           }
           break;
@@ -502,7 +509,7 @@ public final class RedisDedupStore implements DedupStore {
     throw RedisErrors.unexpectedReply("reserve", reply, description);
   }
 
-  private static boolean isLong(Object o) {
+  private static boolean isInt64(@Nullable Object o) {
     return o instanceof byte[] b && b.length == 8;
   }
 
@@ -540,25 +547,44 @@ public final class RedisDedupStore implements DedupStore {
 
   // --- waiting -----------------------------------------------------------------------------------
 
-  private <T> CompletableFuture<T> sendAsync(ScriptCall<T> call, String what) {
+  /**
+   * Sends one script and completes the returned future with {@code decode} of its reply, with one
+   * retry as {@code EVAL} after a {@code NOSCRIPT}, and Lettuce's failures mapped.
+   */
+  private <T, R> CompletableFuture<R> sendAsync(
+      ScriptCall<T> call, String what, Function<ScriptCall<T>, R> decode) {
+    CompletableFuture<R> result = new CompletableFuture<>();
     AsyncCommand<byte[], byte[], T> first = call.prepare(true);
     connection.dispatch(first);
-    return first
-        .exceptionallyCompose(
-            failure -> {
-              if (unwrap(failure) instanceof RedisNoScriptException) {
-                // The server lost its script cache: EVAL loads it again (see awaitOne).
-                AsyncCommand<byte[], byte[], T> again = call.prepare(false);
-                connection.dispatch(again);
-                return again;
-              }
-              return CompletableFuture.failedFuture(failure);
-            })
-        .exceptionally(
-            failure -> {
-              throw RedisErrors.map(
-                  failure, description, what, KeyLayout.text(call.key), config.commandTimeout());
-            });
+    first.whenComplete(
+        (reply, failure) -> {
+          if (failure != null && unwrap(failure) instanceof RedisNoScriptException) {
+            // The server lost its script cache: EVAL loads it again (see awaitOne).
+            AsyncCommand<byte[], byte[], T> again = call.prepare(false);
+            connection.dispatch(again);
+            again.whenComplete((r, f) -> completeAsync(result, call, what, decode, f));
+          } else {
+            completeAsync(result, call, what, decode, failure);
+          }
+        });
+    return result;
+  }
+
+  private <T, R> void completeAsync(
+      CompletableFuture<R> result,
+      ScriptCall<T> call,
+      String what,
+      Function<ScriptCall<T>, R> decode,
+      @Nullable Throwable failure) {
+    try {
+      if (failure != null) {
+        throw RedisErrors.map(
+            failure, description, what, KeyLayout.text(call.key), config.commandTimeout());
+      }
+      result.complete(decode.apply(call));
+    } catch (RuntimeException e) {
+      result.completeExceptionally(e);
+    }
   }
 
   private static Throwable unwrap(Throwable t) {
