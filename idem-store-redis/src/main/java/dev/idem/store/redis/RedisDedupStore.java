@@ -609,55 +609,86 @@ public final class RedisDedupStore implements DedupStore {
     }
   }
 
+  /**
+   * Sends a batch in one write and waits for every reply (commands already sent cannot be taken
+   * back, so a failure does not stop the waiting). Throws the first failure; if other commands of
+   * the batch were applied, a "not applied" failure becomes "outcome unknown" for the batch.
+   */
   private <T> void runBatch(List<ScriptCall<T>> calls, String what) {
     if (calls.isEmpty()) {
       return;
     }
-    List<RedisCommand<byte[], byte[], ?>> commandsOut = new ArrayList<>(calls.size());
+    List<RedisCommand<byte[], byte[], ?>> out = new ArrayList<>(calls.size());
     for (ScriptCall<T> call : calls) {
-      commandsOut.add(call.prepare(true));
+      out.add(call.prepare(true));
     }
     // One write and one flush for the whole batch; on a cluster Lettuce routes each by slot.
-    connection.dispatch(commandsOut);
-    long deadline = System.nanoTime() + timeoutNanos;
-    List<ScriptCall<T>> reload = null;
-    for (int i = 0; i < calls.size(); i++) {
-      ScriptCall<T> call = calls.get(i);
-      Throwable failure = waitFor(call.command, deadline, what);
-      if (failure instanceof RedisNoScriptException) {
-        if (reload == null) {
-          reload = new ArrayList<>();
-        }
-        reload.add(call);
-      } else if (failure != null) {
-        cancelFrom(calls, i + 1);
-        throw RedisErrors.map(
-            failure, description, what, KeyLayout.text(call.key), config.commandTimeout());
-      }
-    }
-    if (reload != null) {
+    connection.dispatch(out);
+    BatchOutcome outcome = new BatchOutcome();
+    List<ScriptCall<T>> reload = awaitBatch(calls, what, outcome);
+    if (!reload.isEmpty()) {
+      // A server lost its script cache: EVAL loads it again (see awaitOne).
       List<RedisCommand<byte[], byte[], ?>> again = new ArrayList<>(reload.size());
       for (ScriptCall<T> call : reload) {
         again.add(call.prepare(false));
       }
       connection.dispatch(again);
-      deadline = System.nanoTime() + timeoutNanos;
-      for (int i = 0; i < reload.size(); i++) {
-        ScriptCall<T> call = reload.get(i);
-        Throwable failure = waitFor(call.command, deadline, what);
-        if (failure != null) {
-          cancelFrom(reload, i + 1);
-          throw RedisErrors.map(
-              failure, description, what, KeyLayout.text(call.key), config.commandTimeout());
-        }
+      awaitBatch(reload, what, outcome);
+    }
+    if (outcome.failure != null) {
+      IdemException mapped =
+          RedisErrors.map(
+              outcome.failure,
+              description,
+              what,
+              KeyLayout.text(outcome.failedKey),
+              config.commandTimeout());
+      if (mapped instanceof StoreUnavailableException u
+          && !u.outcomeUnknown()
+          && outcome.applied > 0) {
+        throw new StoreUnavailableException(
+            description,
+            true,
+            what
+                + ": "
+                + outcome.applied
+                + " of "
+                + calls.size()
+                + " commands were carried out despite this failure, the others not: "
+                + u.getMessage(),
+            u);
       }
+      throw mapped;
     }
   }
 
-  private static void cancelFrom(List<? extends ScriptCall<?>> calls, int from) {
-    for (int i = from; i < calls.size(); i++) {
-      calls.get(i).command.cancel(true);
+  /** Waits for a batch's replies; returns the calls that must be sent again after NOSCRIPT. */
+  private <T> List<ScriptCall<T>> awaitBatch(
+      List<ScriptCall<T>> calls, String what, BatchOutcome outcome) {
+    long deadline = System.nanoTime() + timeoutNanos;
+    List<ScriptCall<T>> reload = List.of();
+    for (ScriptCall<T> call : calls) {
+      Throwable failure = waitFor(call.command, deadline, what);
+      if (failure == null) {
+        outcome.applied++;
+      } else if (failure instanceof RedisNoScriptException && !call.byEval) {
+        if (reload.isEmpty()) {
+          reload = new ArrayList<>();
+        }
+        reload.add(call);
+      } else if (outcome.failure == null) {
+        outcome.failure = failure;
+        outcome.failedKey = call.key;
+      }
     }
+    return reload;
+  }
+
+  /** What came back from a batch so far. */
+  private static final class BatchOutcome {
+    int applied;
+    @Nullable Throwable failure;
+    byte[] failedKey = EMPTY;
   }
 
   private <T> T await(Future<T> future, String what, byte @Nullable [] key) {
@@ -712,6 +743,7 @@ public final class RedisDedupStore implements DedupStore {
     final byte[] key;
     private final byte[][] argv;
     AsyncCommand<byte[], byte[], T> command;
+    boolean byEval;
 
     ScriptCall(LuaScripts.Script script, boolean multiReply, byte[] key, byte[]... argv) {
       this.script = script;
@@ -722,6 +754,7 @@ public final class RedisDedupStore implements DedupStore {
 
     @SuppressWarnings("unchecked")
     AsyncCommand<byte[], byte[], T> prepare(boolean bySha) {
+      byEval = !bySha;
       CommandArgs<byte[], byte[]> args = new CommandArgs<>(CODEC);
       if (bySha) {
         args.add(script.sha());

@@ -181,6 +181,26 @@ class RedisDedupStoreTest {
   }
 
   @Test
+  void aBatchWithOneForeignKeyFailsButTheOthersWereCarriedOut() {
+    DedupKey hashKey = key(60);
+    SharedRedis.admin().hset(redisKey(hashKey), "f".getBytes(), "v".getBytes());
+
+    assertThatThrownBy(
+            () ->
+                store.reserveAll(
+                    List.of(
+                        reserve(key(61), 7, Ttl.NONE),
+                        reserve(hashKey, 8, Ttl.NONE),
+                        reserve(key(62), 9, Ttl.NONE))))
+        .isInstanceOf(StoreException.class)
+        .hasMessageContaining(new String(redisKey(hashKey), StandardCharsets.UTF_8));
+    assertThat(store.inspect(SCOPE, key(61), time.wallMillis()))
+        .isInstanceOf(KeyState.InFlight.class);
+    assertThat(store.inspect(SCOPE, key(62), time.wallMillis()))
+        .isInstanceOf(KeyState.InFlight.class);
+  }
+
+  @Test
   void clearRemovesOnlyItsScopeNotOtherScopesOrLongerPrefixes() {
     // given keys in two scopes, and a second store whose prefix extends this one's with our scope
     Scope other = Scope.of("orders", "other");
