@@ -5,22 +5,28 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.idem.DedupKey;
 import dev.idem.Expiry;
 import dev.idem.Scope;
+import dev.idem.TimeSource;
 import dev.idem.spi.CommitRequest;
+import dev.idem.spi.DedupStore;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
 import dev.idem.spi.SettleResult;
 import dev.idem.spi.Ttl;
+import dev.idem.tck.DedupStoreContract;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 
 /**
- * The store on a three-master Redis Cluster of private redis-server processes: single-key scripts
- * route by slot unchanged, batches span slots, and clear reaches every master.
+ * The store on a three-master Redis Cluster of private redis-server processes: the whole contract
+ * suite ({@link Contract}), and checks that single-key scripts route by slot unchanged, batches
+ * span slots, and clear reaches every master. The cluster is started once for the class and its
+ * processes are killed afterwards, also when a test fails.
  */
 class RedisClusterTest {
   private static final Scope SCOPE = Scope.of("cluster", "dedup");
@@ -38,6 +44,33 @@ class RedisClusterTest {
   static void stopCluster() {
     if (cluster != null) {
       cluster.close();
+    }
+  }
+
+  /**
+   * The contract suite on the cluster. Each store has a random prefix; the cluster is thrown away
+   * after the class, so keys are not cleaned one by one. {@code reopen} opens a new store on the
+   * same cluster and prefix.
+   */
+  @Nested
+  class Contract extends DedupStoreContract {
+    @Override
+    protected DedupStore newStore(TimeSource time) {
+      return open(SharedRedis.uniquePrefix());
+    }
+
+    @Override
+    protected DedupStore reopen(DedupStore store, TimeSource time) {
+      String prefix = ((RedisDedupStore) store).config().prefix();
+      store.close();
+      return open(prefix);
+    }
+
+    private RedisDedupStore open(String prefix) {
+      return RedisDedupStore.builder(cluster.client())
+          .prefix(prefix)
+          .commandTimeout(Duration.ofSeconds(15))
+          .build();
     }
   }
 
