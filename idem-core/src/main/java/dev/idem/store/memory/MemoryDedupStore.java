@@ -88,7 +88,7 @@ import org.jspecify.annotations.Nullable;
  * <h2>Memory</h2>
  *
  * Keys are held as their four digest words in primitive arrays, never as objects: 68 bytes per
- * entry plus 4 to 8 bytes of hash table, in pages of 4,096 entries (a small scope starts at 16), so
+ * entry plus 4 to 8 bytes of hash table, in pages of 2,048 entries (a small scope starts at 16), so
  * a scope of one million committed keys retains about 73 bytes per key. Fingerprints and results
  * are kept only for the entries that have them. Entries stay dense, so removing keys (release,
  * forget, eviction, sweeps) gives pages and table space back as a scope shrinks; {@link #clear} and
@@ -122,6 +122,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   private final ConcurrentHashMap<Scope, Segment> segments = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<String, OutboxQueue> queues = new ConcurrentHashMap<>();
   private volatile boolean closed;
+  private @Nullable Segment last;
 
   private MemoryDedupStore(MemoryStoreConfig config, DedupListener listener, int sweepChunk) {
     this.config = config;
@@ -193,7 +194,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
             }
           }
         }
-        seg = segment(scope);
+        seg = segmentAgain(scope);
       }
     } finally {
       // Also when the reserve failed: entries removed while making room are gone either way.
@@ -236,7 +237,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
           return seg.release(h, w0, w1, w2, w3, request);
         }
       }
-      seg = segment(scope);
+      seg = segmentAgain(scope);
     }
   }
 
@@ -329,13 +330,16 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     int n = requests.size();
     List<ReserveResult> out = new ArrayList<>(n);
     int i = 0;
+    boolean retry = false;
     while (i < n) {
       Scope scope = requests.get(i).scope();
-      Segment seg = segment(scope);
+      Segment seg = retry ? segmentAgain(scope) : segment(scope);
+      retry = false;
       List<Segment.StoreEvent> events = null;
       try {
         synchronized (seg) {
           if (seg.retired) {
+            retry = true;
             continue;
           }
           try {
@@ -378,11 +382,14 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     int n = requests.size();
     List<SettleResult> out = new ArrayList<>(n);
     int i = 0;
+    boolean retry = false;
     while (i < n) {
       Scope scope = requests.get(i).scope();
-      Segment seg = segment(scope);
+      Segment seg = retry ? segmentAgain(scope) : segment(scope);
+      retry = false;
       synchronized (seg) {
         if (seg.retired) {
+          retry = true;
           continue;
         }
         int end = Math.min(n, i + BATCH);
@@ -418,11 +425,14 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     int n = requests.size();
     List<SettleResult> out = new ArrayList<>(n);
     int i = 0;
+    boolean retry = false;
     while (i < n) {
       Scope scope = requests.get(i).scope();
-      Segment seg = segment(scope);
+      Segment seg = retry ? segmentAgain(scope) : segment(scope);
+      retry = false;
       synchronized (seg) {
         if (seg.retired) {
+          retry = true;
           continue;
         }
         int end = Math.min(n, i + BATCH);
@@ -698,7 +708,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
           return s == null ? SettleResult.APPLIED : s;
         }
       }
-      seg = segment(scope);
+      seg = segmentAgain(scope);
     }
   }
 
@@ -710,10 +720,29 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     return a == b || a.equals(b);
   }
 
+  /**
+   * Returns the scope's segment, from a one-entry cache when the caller passes the same {@link
+   * Scope} instance as the last call (a {@link dev.idem.Deduplicator} always does). The cache is a
+   * plain field: a racy read is harmless, because the segment's scope is final and everything else
+   * is read under its monitor, and a retired segment sends the caller to {@link #segmentAgain}.
+   */
   private Segment segment(Scope scope) {
     checkOpen();
+    Segment seg = last;
+    if (seg != null && seg.scope == scope) {
+      return seg;
+    }
+    return segmentAgain(scope);
+  }
+
+  private Segment segmentAgain(Scope scope) {
+    checkOpen();
     Segment seg = segments.get(scope);
-    return seg != null ? seg : segments.computeIfAbsent(scope, this::newSegment);
+    if (seg == null) {
+      seg = segments.computeIfAbsent(scope, this::newSegment);
+    }
+    last = seg;
+    return seg;
   }
 
   private @Nullable Segment existingSegment(Scope scope) {

@@ -35,7 +35,7 @@ import org.jspecify.annotations.Nullable;
  * <p>The eviction order and its reporting are described on {@link MemoryDedupStore}.
  */
 final class Segment {
-  static final int PAGE_SHIFT = 12;
+  static final int PAGE_SHIFT = 11;
   static final int PAGE_SIZE = 1 << PAGE_SHIFT;
   private static final int PAGE_MASK = PAGE_SIZE - 1;
 
@@ -65,7 +65,13 @@ final class Segment {
 
   private static final int FIRST = 2;
   private static final int INITIAL_SLOTS = 16;
-  private static final int MIN_BUCKETS = 16;
+
+  /**
+   * Bucket tables hold {@code 2^k - 4} ints, so that with the 16-byte array header they take
+   * exactly {@code 2^(k+2)} bytes and fill whole heap regions; {@link #bucketOf} maps a hash onto
+   * any length.
+   */
+  private static final int MIN_BUCKETS = 12;
 
   /** The largest {@code maxKeys} a segment supports (slot numbers must fit in 31 bits). */
   static final int MAX_KEYS = 1 << 30;
@@ -81,7 +87,6 @@ final class Segment {
   private int capacity;
 
   private int[] buckets;
-  private int shift;
   private int count;
 
   /** No committed entry's deadline is below this (a lower bound, exact right after a sweep). */
@@ -99,7 +104,11 @@ final class Segment {
     this.scope = scope;
     this.maxKeys = maxKeys;
     this.reporting = reporting;
-    reset();
+    // Under the monitor: a thread that finds this segment through a racy read and then takes the
+    // monitor is guaranteed to see the initial arrays.
+    synchronized (this) {
+      reset();
+    }
   }
 
   /** A store-originated event, fired after the monitor is released. */
@@ -158,11 +167,12 @@ final class Segment {
       l[b + W1] = w1;
       l[b + W2] = w2;
       l[b + W3] = w3;
-      int bucket = (int) (h >>> shift);
-      intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + CHAIN] = buckets[bucket];
-      buckets[bucket] = s;
-      if (count > buckets.length) {
-        rehash(buckets.length << 1);
+      int[] table = buckets;
+      int bucket = bucketOf(h, table.length);
+      intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + CHAIN] = table[bucket];
+      table[bucket] = s;
+      if (count > table.length) {
+        rehash(((table.length + 4) << 1) - 4);
       }
     }
     long leaseUntil = r.leaseUntil();
@@ -294,13 +304,12 @@ final class Segment {
     int used = FIRST + count;
     check(count >= 0 && count <= maxKeys, "count " + count + " outside 0.." + maxKeys);
     check(used <= capacity, "used slots " + used + " exceed capacity " + capacity);
-    check(Integer.bitCount(buckets.length) == 1, "bucket count not a power of two");
-    check(shift == 64 - Integer.numberOfTrailingZeros(buckets.length), "shift out of date");
+    check(Integer.bitCount(buckets.length + 4) == 1, "bucket count not a power of two less 4");
     int chained = 0;
     for (int bucket = 0; bucket < buckets.length; bucket++) {
       for (int s = buckets[bucket]; s != 0; s = chain(s)) {
         check(s >= FIRST && s < used, "chain reaches slot " + s + " outside 2.." + (used - 1));
-        check((int) (hashOf(s) >>> shift) == bucket, "slot " + s + " chained in wrong bucket");
+        check(bucketOf(hashOf(s), buckets.length) == bucket, "slot " + s + " in wrong bucket");
         check(++chained <= count, "a chain loops");
       }
     }
@@ -500,7 +509,8 @@ final class Segment {
   }
 
   private int find(long h, long w0, long w1, long w2, long w3) {
-    int s = buckets[(int) (h >>> shift)];
+    int[] table = buckets;
+    int s = table[bucketOf(h, table.length)];
     while (s != 0) {
       long[] l = longPages[s >>> PAGE_SHIFT];
       int b = (s & PAGE_MASK) * LONGS;
@@ -523,7 +533,7 @@ final class Segment {
   }
 
   private void unlinkChain(int s, long h) {
-    int bucket = (int) (h >>> shift);
+    int bucket = bucketOf(h, buckets.length);
     int cur = buckets[bucket];
     if (cur == s) {
       buckets[bucket] = chain(s);
@@ -539,7 +549,7 @@ final class Segment {
 
   /** Re-points whoever links to slot {@code from} (its chain predecessor) at slot {@code to}. */
   private void repointChain(int from, int to, long h) {
-    int bucket = (int) (h >>> shift);
+    int bucket = bucketOf(h, buckets.length);
     int cur = buckets[bucket];
     if (cur == from) {
       buckets[bucket] = to;
@@ -553,16 +563,19 @@ final class Segment {
     setChain(cur, to);
   }
 
+  /** Maps the high 32 bits of a hash onto {@code [0, length)} (Lemire's multiply-shift). */
+  private static int bucketOf(long h, int length) {
+    return (int) (((h >>> 32) * length) >>> 32);
+  }
+
   private void rehash(int length) {
     int[] table = new int[length];
-    int sh = 64 - Integer.numberOfTrailingZeros(length);
     for (int s = FIRST, end = FIRST + count; s < end; s++) {
-      int bucket = (int) (hashOf(s) >>> sh);
+      int bucket = bucketOf(hashOf(s), length);
       setChain(s, table[bucket]);
       table[bucket] = s;
     }
     buckets = table;
-    shift = sh;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -772,7 +785,7 @@ final class Segment {
       resizeFirstPage(capacity >>> 1);
     }
     if (buckets.length > MIN_BUCKETS && count < buckets.length >>> 2) {
-      rehash(buckets.length >>> 1);
+      rehash(((buckets.length + 4) >>> 1) - 4);
     }
   }
 
@@ -790,7 +803,6 @@ final class Segment {
     lp[IN_FLIGHT * INTS + PREV] = IN_FLIGHT;
     lp[IN_FLIGHT * INTS + NEXT] = IN_FLIGHT;
     buckets = new int[MIN_BUCKETS];
-    shift = 64 - Integer.numberOfTrailingZeros(MIN_BUCKETS);
     count = 0;
     committedFloor = Long.MAX_VALUE;
     inFlightFloor = Long.MAX_VALUE;
