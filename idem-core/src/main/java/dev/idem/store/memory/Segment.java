@@ -365,7 +365,8 @@ final class Segment {
   private int makeRoom(long now) {
     // 1. The least recently used committed entry, if it is already dead.
     int c = next(COMMITTED);
-    if (c != COMMITTED && now >= deadline(c)) {
+    long expires = c == COMMITTED ? Long.MAX_VALUE : deadline(c);
+    if (c != COMMITTED && now >= expires) {
       report(c, true, false);
       return detach(c);
     }
@@ -389,8 +390,8 @@ final class Segment {
     if (removed > 0) {
       return 0;
     }
-    // 4. The least recently used committed entry, live: an eviction before its TTL.
-    c = next(COMMITTED);
+    // 4. The least recently used committed entry (unchanged by a sweep that removed nothing), live:
+    // an eviction before its TTL.
     if (c == COMMITTED) {
       throw new StoreException(
           "memory store scope "
@@ -401,7 +402,7 @@ final class Segment {
               + " event. Raise maxKeys for this scope above the number of events processed at"
               + " once, or shorten the lease so that crashed reservations free their keys sooner");
     }
-    report(c, true, deadline(c) != Long.MAX_VALUE);
+    report(c, true, expires != Long.MAX_VALUE);
     return detach(c);
   }
 
