@@ -720,10 +720,12 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   }
 
   /**
-   * Returns the scope's segment, from a one-entry cache when the caller passes the same {@link
-   * Scope} instance as the last call (a {@link dev.idem.Deduplicator} always does). The cache is a
+   * Returns the scope's segment, from a one-entry cache when the caller passes the cached {@link
+   * Scope} instance (a {@link dev.idem.Deduplicator} always passes the same one). The cache is a
    * plain field: a racy read is harmless, because the segment's scope is final and everything else
-   * is read under its monitor, and a retired segment sends the caller to {@link #segmentAgain}.
+   * is read under its monitor, and a retired segment sends the caller to {@link #segmentAgain}. It
+   * keeps the first scope used until that scope is cleared, so that threads working on different
+   * scopes never write it in turn (which would bounce its cache line between cores).
    */
   private Segment segment(Scope scope) {
     checkOpen();
@@ -740,7 +742,10 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     if (seg == null) {
       seg = segments.computeIfAbsent(scope, this::newSegment);
     }
-    last = seg;
+    Segment cached = last;
+    if (cached == null || cached.retired) { // a racy read of retired only decides what to cache
+      last = seg;
+    }
     return seg;
   }
 
