@@ -41,6 +41,12 @@ final class ScriptedSink implements Sink {
     gates.put(key, new CountDownLatch(1));
   }
 
+  void releaseAll() {
+    for (String key : List.copyOf(gates.keySet())) {
+      release(key);
+    }
+  }
+
   void release(String key) {
     CountDownLatch gate = gates.remove(key);
     if (gate != null) {
