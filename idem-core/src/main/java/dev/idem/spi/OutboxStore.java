@@ -18,7 +18,9 @@ public interface OutboxStore {
 
   /**
    * Commits a reservation and appends a message, in one atomic step: if the commit is {@link
-   * SettleResult#STALE}, nothing is appended.
+   * SettleResult#STALE}, nothing is appended. A repeated call with the token that already committed
+   * (a retry after an unknown outcome) answers {@link SettleResult#APPLIED} and appends nothing, so
+   * a message is never enqueued twice for one commit.
    *
    * @param commit the commit, as for {@link DedupStore#commit}
    * @param message the message to append
@@ -28,8 +30,9 @@ public interface OutboxStore {
 
   /**
    * Claims up to {@code max} deliverable entries of one queue, oldest first: entries not claimed by
-   * anyone (or whose claim ran out) and not scheduled for later. A claimed entry is hidden from
-   * other claims until {@code nowMillis + claimMillis}.
+   * anyone (or whose claim ran out) and not scheduled for later ({@code notBefore <= nowMillis}). A
+   * claimed entry is hidden from other claims until {@code nowMillis + claimMillis} (visible again
+   * at exactly that time).
    *
    * @param queue the queue
    * @param max the most entries to return
@@ -50,7 +53,8 @@ public interface OutboxStore {
 
   /**
    * Makes a claimed entry deliverable again, not before {@code notBeforeMillis}, recording the
-   * error of the failed attempt.
+   * error of the failed attempt. Does nothing if the entry is gone (acknowledged or dead lettered
+   * by another deliverer whose claim overlapped).
    *
    * @param queue the queue
    * @param id the entry's id
@@ -60,7 +64,8 @@ public interface OutboxStore {
   void reschedule(String queue, long id, long notBeforeMillis, String error);
 
   /**
-   * Moves an entry from the outbox to the dead letters, atomically.
+   * Moves an entry from the outbox to the dead letters, atomically. Does nothing if the entry is
+   * gone.
    *
    * @param queue the queue
    * @param id the entry's id
