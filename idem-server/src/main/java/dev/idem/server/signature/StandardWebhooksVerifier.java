@@ -73,8 +73,7 @@ final class StandardWebhooksVerifier implements SignatureVerifier {
     boolean sawV1 = false;
     boolean matched = false;
     for (String entry : header.split(" ")) {
-      int comma = entry.indexOf(',');
-      if (comma <= 0 || !entry.startsWith("v1,")) {
+      if (!entry.startsWith("v1,")) {
         continue; // another version, or extra spaces
       }
       sawV1 = true;
