@@ -36,11 +36,12 @@ import org.jspecify.annotations.Nullable;
  * POSTs each event to one URL with Jetty's HTTP client: one shared client (connection pool,
  * HTTP/1.1 keep-alive), started at construction and stopped by {@link #close()}.
  *
- * <p>Each request carries {@code Content-Type: application/json} (unless the delivery sets
- * another), {@code Idempotency-Key}, the configured headers, then the delivery's own headers.
- * Redirects are not followed and no cookies are kept. Outcomes: 2xx is delivered (the response body
- * kept up to the configured bound); 408, 429, 5xx, timeouts and connection errors are retryable
- * (with {@code Retry-After} passed up when present); every other status is a permanent failure.
+ * <p>Each request carries the configured headers, then the delivery's own headers, then {@code
+ * Idempotency-Key} (always Idem's). The body's {@code Content-Type} is the delivery's, else the
+ * configured one, else {@code application/json}. Redirects are not followed and no cookies are
+ * kept. Outcomes: 2xx is delivered (the response body kept up to the configured bound); 408, 429,
+ * 5xx, timeouts and connection errors are retryable (with {@code Retry-After} passed up when
+ * present); every other status is a permanent failure.
  */
 final class HttpSink implements Sink {
   private static final Set<String> NOT_FROM_DELIVERY =
@@ -58,6 +59,7 @@ final class HttpSink implements Sink {
   private final long timeoutMillis;
   private final int maxResponseBytes;
   private final Map<String, String> headers;
+  private final String configuredContentType;
   private final TimeSource time;
   private final HttpClient client;
 
@@ -67,6 +69,13 @@ final class HttpSink implements Sink {
     this.timeoutMillis = settings.timeout().toMillis();
     this.maxResponseBytes = settings.maxResponseBytes();
     this.headers = settings.headers();
+    String configured = "application/json";
+    for (Map.Entry<String, String> h : headers.entrySet()) {
+      if (h.getKey().equalsIgnoreCase("Content-Type")) {
+        configured = h.getValue();
+      }
+    }
+    this.configuredContentType = configured;
     this.time = time;
 
     QueuedThreadPool threads =
@@ -87,13 +96,21 @@ final class HttpSink implements Sink {
     try {
       client.start();
     } catch (Exception e) {
+      try {
+        client.stop();
+      } catch (Exception suppressed) {
+        e.addSuppressed(suppressed);
+      }
       throw new IdemException("cannot start the HTTP client for " + description + ": " + e, e);
     }
   }
 
   @Override
   public DeliveryOutcome deliver(Delivery delivery) {
-    String contentType = delivery.headers().getOrDefault("Content-Type", "application/json");
+    String contentType = delivery.headers().get("Content-Type");
+    if (contentType == null) {
+      contentType = configuredContentType;
+    }
     Request request =
         client
             .newRequest(url)
@@ -101,7 +118,12 @@ final class HttpSink implements Sink {
             .timeout(timeoutMillis, TimeUnit.MILLISECONDS)
             .headers(
                 h -> {
-                  headers.forEach(h::put);
+                  headers.forEach(
+                      (name, value) -> {
+                        if (!name.equalsIgnoreCase("Content-Type")) {
+                          h.put(name, value);
+                        }
+                      });
                   delivery
                       .headers()
                       .forEach(

@@ -75,6 +75,23 @@ class HttpSinkTest {
   }
 
   @Test
+  void theContentTypeIsTheDeliverysElseTheConfiguredOne() {
+    sink =
+        Sinks.http(
+            new HttpSinkSettings(
+                receiver.uri("/"),
+                Map.of("content-type", "application/vnd.orders+json"),
+                Duration.ofSeconds(5)));
+
+    sink.deliver(new Delivery("orders", "k1", null, BODY, Map.of()));
+    sink.deliver(new Delivery("orders", "k2", null, BODY, Map.of("Content-Type", "text/plain")));
+
+    assertThat(receiver.received())
+        .extracting(r -> r.header("Content-Type"))
+        .containsExactly("application/vnd.orders+json", "text/plain");
+  }
+
+  @Test
   void anEmptySuccessHasNoBody() {
     receiver.answer(Answer.code(204));
 
