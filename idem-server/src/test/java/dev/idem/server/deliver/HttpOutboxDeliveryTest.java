@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.idem.ManualTimeSource;
 import dev.idem.server.deliver.TestReceiver.Answer;
+import dev.idem.store.memory.MemoryDedupStore;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
@@ -14,7 +15,9 @@ import org.junit.jupiter.api.Test;
 /** The async path end to end: outbox, dispatcher, HTTP sink, a real receiver. */
 class HttpOutboxDeliveryTest {
   private final ManualTimeSource clock = new ManualTimeSource();
-  private final SimpleOutboxStore store = new SimpleOutboxStore();
+  private final MemoryDedupStore store = MemoryDedupStore.builder().build();
+  private final DedupStoreOutbox<MemoryDedupStore> outbox =
+      new DedupStoreOutbox<>(store, clock, () -> {});
   private final RecordingListener listener = new RecordingListener();
   private final TestReceiver receiver;
   private final Sink sink;
@@ -39,14 +42,13 @@ class HttpOutboxDeliveryTest {
     dispatcher.close();
     sink.close();
     receiver.close();
+    outbox.close();
   }
 
   private void enqueue(String key) {
     byte[] body = ("{\"order\":\"" + key + "\"}").getBytes(StandardCharsets.UTF_8);
-    store.append(
-        "orders",
-        DeliveryCodec.encode(new Delivery("orders", key, null, body, Map.of())),
-        clock.wallMillis());
+    outbox.enqueue(
+        "orders", DeliveryCodec.encode(new Delivery("orders", key, null, body, Map.of())));
     dispatcher.wakeUp();
   }
 
