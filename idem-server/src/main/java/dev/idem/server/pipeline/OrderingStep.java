@@ -1,0 +1,31 @@
+package dev.idem.server.pipeline;
+
+import dev.idem.KeyDerivationException;
+
+/** A pipeline's ordering step: events with the same ordering key pass one at a time. */
+public interface OrderingStep {
+
+  /**
+   * Waits until the event may proceed (strict) or proceeds at once (best effort), holding its
+   * ordering key until the returned handle is closed.
+   *
+   * @param request the event
+   * @return the held turn; close it when the event is delivered or given up
+   * @throws KeyDerivationException if the event has no ordering key
+   */
+  Turn enter(InboundRequest request);
+
+  /** A held turn on one ordering key. */
+  interface Turn extends AutoCloseable {
+    /**
+     * Returns the ordering key, as passed downstream to order asynchronous deliveries.
+     *
+     * @return the key's text form
+     */
+    String key();
+
+    /** Gives the turn to the next event with the same key. */
+    @Override
+    void close();
+  }
+}
