@@ -62,8 +62,7 @@ final class ConfigConverter {
   IdemConfig convert(IdemProperties p) {
     ServerSettings server =
         p.server == null ? ServerSettings.defaults() : orNull(() -> server(p.server), "server");
-    StoreSettings store =
-        p.store == null ? StoreSettings.defaults() : store(p.store, "store", null);
+    StoreSettings store = p.store == null ? StoreSettings.defaults() : store(p.store, "store");
     List<PipelineSettings> pipelines = new ArrayList<>();
     if (p.pipelines == null || p.pipelines.isEmpty()) {
       problem("pipelines", "give at least one pipeline (see examples/quickstart.yaml)");
@@ -174,8 +173,7 @@ final class ConfigConverter {
     return new ServerSettings(host, port, token, threads, shutdown, s.logLevel);
   }
 
-  private @Nullable StoreSettings store(
-      StoreProperties s, String at, @Nullable StoreSettings inherited) {
+  private @Nullable StoreSettings store(StoreProperties s, String at) {
     if (s.type == null) {
       problem(at + ".type", "is required; use rocksdb, memory, redis or jdbc");
       return null;
@@ -207,6 +205,19 @@ final class ConfigConverter {
         return null;
       }
     }
+    RocksDbDurability durability = null;
+    if (type == StoreType.ROCKSDB) {
+      durability =
+          enumValue(
+              s.durability,
+              RocksDbDurability.values(),
+              at + ".durability",
+              RocksDbDurability.GROUP_COMMIT);
+      if (durability == null) {
+        return null;
+      }
+    }
+    RocksDbDurability finalDurability = durability;
     Path finalPath = path;
     Long maxKeys =
         type == StoreType.MEMORY && s.maxKeys == null
@@ -217,7 +228,9 @@ final class ConfigConverter {
     String field =
         s.url == null && (type == StoreType.REDIS || type == StoreType.JDBC) ? at : at + ".url";
     return orNull(
-        () -> new StoreSettings(type, finalPath, s.url, prefix, s.username, s.password, maxKeys),
+        () ->
+            new StoreSettings(
+                type, finalPath, finalDurability, s.url, prefix, s.username, s.password, maxKeys),
         s.maxKeys != null && s.maxKeys < 1 ? at + ".max_keys" : field);
   }
 
@@ -259,7 +272,7 @@ final class ConfigConverter {
     } else {
       webhook = webhook(p.source.webhook, at + ".source.webhook");
     }
-    DedupSettings dedup = p.dedup == null ? null : dedup(p.dedup, at + ".dedup", serviceStore);
+    DedupSettings dedup = p.dedup == null ? null : dedup(p.dedup, at + ".dedup");
     OrderingSettings ordering = p.ordering == null ? null : ordering(p.ordering, at + ".ordering");
     String jq = null;
     if (p.transform != null) {
@@ -401,8 +414,7 @@ final class ConfigConverter {
     return null;
   }
 
-  private @Nullable DedupSettings dedup(
-      DedupProperties d, String at, @Nullable StoreSettings serviceStore) {
+  private @Nullable DedupSettings dedup(DedupProperties d, String at) {
     int before = problems.size();
     KeySpec key = keySpec(d.key, at + ".key");
     if (d.key != null && d.key.isNull()) {
@@ -438,7 +450,7 @@ final class ConfigConverter {
     if (d.maxKeys != null && d.maxKeys < 1) {
       problem(at + ".max_keys", "must be at least 1, got " + d.maxKeys);
     }
-    StoreSettings store = d.store == null ? null : store(d.store, at + ".store", serviceStore);
+    StoreSettings store = d.store == null ? null : store(d.store, at + ".store");
     if (d.store != null && store == null && problems.size() == before) {
       problem(at + ".store", "is not a valid store");
     }

@@ -49,6 +49,9 @@ public final class IdemProperties {
     /** {@code path} (rocksdb). */
     public @Nullable String path;
 
+    /** {@code durability} (rocksdb). */
+    public @Nullable String durability;
+
     /** {@code url} (redis, jdbc). */
     public @Nullable String url;
 

@@ -10,8 +10,7 @@ import java.util.Objects;
  * key). Parsed into a {@code dev.idem.key.KeyRule} when the pipeline is built.
  *
  * @param expressions the expressions, at least one, none blank
- * @param composite whether they were written as a list ({@code [a, b]}); a one-element list is
- *     still a composite key, which encodes differently from the single expression
+ * @param composite whether they were written as a list ({@code [a, b]})
  */
 public record KeySpec(List<String> expressions, boolean composite) {
 

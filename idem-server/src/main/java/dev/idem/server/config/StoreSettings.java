@@ -11,6 +11,7 @@ import org.jspecify.annotations.Nullable;
  *
  * @param type the kind of store
  * @param path rocksdb: the directory; else null
+ * @param durability rocksdb: when a write counts as done; else null
  * @param url redis: {@code redis://host:port}; jdbc: {@code jdbc:postgresql://...}; else null
  * @param prefix redis: the prefix of every Redis key; else null
  * @param username jdbc: the user, if not in the URL; else null
@@ -20,6 +21,7 @@ import org.jspecify.annotations.Nullable;
 public record StoreSettings(
     StoreType type,
     @Nullable Path path,
+    @Nullable RocksDbDurability durability,
     @Nullable String url,
     @Nullable String prefix,
     @Nullable String username,
@@ -42,8 +44,9 @@ public record StoreSettings(
    */
   public StoreSettings {
     Objects.requireNonNull(type, "type");
-    if (type == StoreType.ROCKSDB && path == null) {
-      throw new IdemConfigException("path: a rocksdb store needs a directory (e.g. path: ./data)");
+    if (type == StoreType.ROCKSDB && (path == null || durability == null)) {
+      throw new IdemConfigException(
+          "path: a rocksdb store needs a directory (e.g. path: ./data) and a durability");
     }
     if ((type == StoreType.REDIS || type == StoreType.JDBC) && (url == null || url.isBlank())) {
       throw new IdemConfigException(
@@ -63,6 +66,9 @@ public record StoreSettings(
       throw new IdemConfigException(
           "url: '" + Masking.url(url) + "' is not a JDBC URL; use jdbc:postgresql://host:port/db");
     }
+    if (durability != null && type != StoreType.ROCKSDB) {
+      throw new IdemConfigException("durability is only for a rocksdb store");
+    }
     if (maxKeys != null && maxKeys < 1) {
       throw new IdemConfigException("max_keys must be at least 1, got " + maxKeys);
     }
@@ -77,7 +83,15 @@ public record StoreSettings(
    * @return the default settings
    */
   public static StoreSettings defaults() {
-    return new StoreSettings(StoreType.ROCKSDB, DEFAULT_PATH, null, null, null, null, null);
+    return new StoreSettings(
+        StoreType.ROCKSDB,
+        DEFAULT_PATH,
+        RocksDbDurability.GROUP_COMMIT,
+        null,
+        null,
+        null,
+        null,
+        null);
   }
 
   /**
@@ -87,7 +101,8 @@ public record StoreSettings(
    */
   public String describe() {
     return switch (type) {
-      case ROCKSDB -> "rocksdb:" + path;
+      case ROCKSDB ->
+          "rocksdb:" + path + " (" + Objects.requireNonNull(durability).configName() + ")";
       case MEMORY -> "memory";
       case REDIS, JDBC -> type.configName() + ":" + Masking.url(Objects.requireNonNull(url));
     };
