@@ -268,9 +268,6 @@ public final class Pipeline {
       return async
           ? enqueue(key, Objects.requireNonNull(r), orderingKey, outputs)
           : deliverNow(key, r, orderingKey, outputs);
-    } catch (KeyDerivationException e) {
-      release(r, key, "it has no ordering key");
-      return Answer.error(400, "missing_key", e.getMessage());
     } catch (TransformException e) {
       release(r, key, "the transform failed");
       LOG.warn("pipeline={} key={} transform failed: {}", id, key.toHex(), e.getMessage());
