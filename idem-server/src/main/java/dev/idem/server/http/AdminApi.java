@@ -38,8 +38,9 @@ import org.jspecify.annotations.Nullable;
  * </ul>
  *
  * <p>{@code {key}} is the raw key value, URL-encoded; for a composite key, the JSON array of its
- * parts. The token is compared in constant time (over SHA-256 digests, so not even its length
- * leaks).
+ * parts; or, with {@code ?form=digest}, the key's 64 hex digits (as {@code idem key} prints them,
+ * and the only form for pipelines keyed by the body hash). The token is compared in constant time
+ * (over SHA-256 digests, so not even its length leaks).
  */
 public final class AdminApi {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -119,8 +120,8 @@ public final class AdminApi {
         }
         if (what.equals("keys") && segments.size() == 4) {
           return switch (method) {
-            case "GET" -> inspect(p, segments.get(3));
-            case "DELETE" -> forget(p, segments.get(3));
+            case "GET" -> inspect(p, segments.get(3), "digest".equals(query.get("form")));
+            case "DELETE" -> forget(p, segments.get(3), "digest".equals(query.get("form")));
             default -> notAllowed("GET, DELETE");
           };
         }
@@ -171,20 +172,39 @@ public final class AdminApi {
         409, "no_dedup", "pipeline '" + p.id() + "' has no dedup step, so it keeps no keys");
   }
 
-  private Answer inspect(Pipeline p, String raw) {
-    Deduplicator d = dedupOf(p);
-    if (d == null) {
-      return noDedup(p);
+  /**
+   * Turns the {@code {key}} of an admin URL (or the CLI's KEY) into the pipeline's key.
+   *
+   * @param p the pipeline
+   * @param raw the raw key value, or with {@code digest} its 64 hex digits
+   * @param digest whether {@code raw} is the digest
+   * @return the key
+   * @throws KeyDerivationException if the value does not fit the pipeline's key rule
+   */
+  public static DedupKey keyOf(Pipeline p, String raw, boolean digest) {
+    if (digest) {
+      try {
+        return DedupKey.parseHex(raw);
+      } catch (IllegalArgumentException e) {
+        throw new KeyDerivationException(
+            "'" + raw + "' is not a key digest; give the 64 hex digits that `idem key` prints");
+      }
     }
-    DedupKey key;
-    try {
-      key = p.keys().fromRaw(raw);
-    } catch (KeyDerivationException e) {
-      return Answer.error(400, "bad_key", e.getMessage());
-    }
-    KeyState state = d.inspect(key);
+    return p.keys().fromRaw(raw);
+  }
+
+  /**
+   * Describes a key's state as the admin API and the CLI print it.
+   *
+   * @param pipeline the pipeline id
+   * @param raw the key as given
+   * @param key the key
+   * @param state its state
+   * @return a JSON object: pipeline, key, digest, state and its times in ISO-8601
+   */
+  public static ObjectNode describe(String pipeline, String raw, DedupKey key, KeyState state) {
     ObjectNode n = JSON.createObjectNode();
-    n.put("pipeline", p.id());
+    n.put("pipeline", pipeline);
     n.put("key", raw);
     n.put("digest", key.toHex());
     if (state instanceof KeyState.InFlight f) {
@@ -203,17 +223,31 @@ public final class AdminApi {
     } else {
       n.put("state", "absent");
     }
-    return json(200, n);
+    return n;
   }
 
-  private Answer forget(Pipeline p, String raw) {
+  private Answer inspect(Pipeline p, String raw, boolean digest) {
     Deduplicator d = dedupOf(p);
     if (d == null) {
       return noDedup(p);
     }
     DedupKey key;
     try {
-      key = p.keys().fromRaw(raw);
+      key = keyOf(p, raw, digest);
+    } catch (KeyDerivationException e) {
+      return Answer.error(400, "bad_key", e.getMessage());
+    }
+    return json(200, describe(p.id(), raw, key, d.inspect(key)));
+  }
+
+  private Answer forget(Pipeline p, String raw, boolean digest) {
+    Deduplicator d = dedupOf(p);
+    if (d == null) {
+      return noDedup(p);
+    }
+    DedupKey key;
+    try {
+      key = keyOf(p, raw, digest);
     } catch (KeyDerivationException e) {
       return Answer.error(400, "bad_key", e.getMessage());
     }

@@ -17,6 +17,7 @@ import dev.idem.server.config.DeliveryMode;
 import dev.idem.server.config.PipelineSettings;
 import dev.idem.server.deliver.Delivery;
 import dev.idem.server.deliver.DeliveryOutcome;
+import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.signature.SignatureException;
 import dev.idem.server.signature.SignatureVerifier;
 import dev.idem.server.transform.Transform;
@@ -81,6 +82,7 @@ public final class Pipeline {
   private final Deliverer deliverer;
   private final @Nullable Function<Delivery, byte[]> outboxEncoder;
   private final DedupListener listener;
+  private final IdemMetrics.@Nullable PipelineMeters meters;
   private final TimeSource time;
   private final boolean replay;
   private final boolean async;
@@ -99,6 +101,7 @@ public final class Pipeline {
     this.deliverer = Objects.requireNonNull(b.deliverer, "deliverer");
     this.outboxEncoder = b.outboxEncoder;
     this.listener = b.listener;
+    this.meters = b.meters;
     this.time = b.time;
     this.replay = settings.dedup() != null && settings.dedup().mode() == DedupMode.REPLAY;
     this.async = settings.deliver().mode() == DeliveryMode.ASYNC;
@@ -207,11 +210,24 @@ public final class Pipeline {
     if (dedup == null) {
       return process(request, key, null);
     }
+    Fingerprint fingerprint = null;
+    if (fingerprints != null) {
+      try {
+        fingerprint = fingerprints.apply(body);
+      } catch (IdemException e) {
+        return Answer.error(
+            400, "malformed_json", "the body cannot be fingerprinted: " + e.getMessage());
+      }
+    }
     Decision decision;
+    long started = time.monotonicNanos();
     try {
-      decision = dedup.reserve(key, fingerprints == null ? null : fingerprints.apply(body));
+      decision = dedup.reserve(key, fingerprint);
     } catch (StoreUnavailableException e) {
       return storeUnavailable(e, key);
+    }
+    if (meters != null) {
+      meters.reserveTook(time.monotonicNanos() - started);
     }
     if (LOG.isDebugEnabled()) {
       LOG.debug("decision pipeline={} key={} decision={}", id, key.toHex(), decisionName(decision));
@@ -466,6 +482,7 @@ public final class Pipeline {
     private @Nullable Deliverer deliverer;
     private @Nullable Function<Delivery, byte[]> outboxEncoder;
     private DedupListener listener = DedupListener.NOOP;
+    private IdemMetrics.@Nullable PipelineMeters meters;
     private TimeSource time = TimeSource.system();
 
     private Builder(PipelineSettings settings) {
@@ -571,6 +588,17 @@ public final class Pipeline {
      */
     public Builder listener(DedupListener listener) {
       this.listener = Objects.requireNonNull(listener, "listener");
+      return this;
+    }
+
+    /**
+     * Sets the meters that record store latency.
+     *
+     * @param meters the pipeline's meters, or null for none
+     * @return this builder
+     */
+    public Builder meters(IdemMetrics.@Nullable PipelineMeters meters) {
+      this.meters = meters;
       return this;
     }
 
