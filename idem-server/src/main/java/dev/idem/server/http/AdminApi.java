@@ -11,6 +11,7 @@ import dev.idem.StoreUnavailableException;
 import dev.idem.server.deliver.Delivery;
 import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.pipeline.Answer;
+import dev.idem.server.pipeline.EventKeys;
 import dev.idem.server.pipeline.Pipeline;
 import dev.idem.spi.DeadLetter;
 import dev.idem.spi.KeyState;
@@ -175,13 +176,13 @@ public final class AdminApi {
   /**
    * Turns the {@code {key}} of an admin URL (or the CLI's KEY) into the pipeline's key.
    *
-   * @param p the pipeline
+   * @param keys the pipeline's key rule
    * @param raw the raw key value, or with {@code digest} its 64 hex digits
    * @param digest whether {@code raw} is the digest
    * @return the key
    * @throws KeyDerivationException if the value does not fit the pipeline's key rule
    */
-  public static DedupKey keyOf(Pipeline p, String raw, boolean digest) {
+  public static DedupKey keyOf(EventKeys keys, String raw, boolean digest) {
     if (digest) {
       try {
         return DedupKey.parseHex(raw);
@@ -190,7 +191,7 @@ public final class AdminApi {
             "'" + raw + "' is not a key digest; give the 64 hex digits that `idem key` prints");
       }
     }
-    return p.keys().fromRaw(raw);
+    return keys.fromRaw(raw);
   }
 
   /**
@@ -233,7 +234,7 @@ public final class AdminApi {
     }
     DedupKey key;
     try {
-      key = keyOf(p, raw, digest);
+      key = keyOf(p.keys(), raw, digest);
     } catch (KeyDerivationException e) {
       return Answer.error(400, "bad_key", e.getMessage());
     }
@@ -247,7 +248,7 @@ public final class AdminApi {
     }
     DedupKey key;
     try {
-      key = keyOf(p, raw, digest);
+      key = keyOf(p.keys(), raw, digest);
     } catch (KeyDerivationException e) {
       return Answer.error(400, "bad_key", e.getMessage());
     }

@@ -178,7 +178,18 @@ public final class Pipeline {
    * @return the header value
    */
   public String idempotencyKey(DedupKey key) {
-    return id + ":" + key.toHex();
+    return idempotencyKey(id, key);
+  }
+
+  /**
+   * Returns the {@code Idempotency-Key} a pipeline sends downstream for a key.
+   *
+   * @param pipeline the pipeline id
+   * @param key the event's key
+   * @return {@code <pipeline>:<64 hex digits>}
+   */
+  public static String idempotencyKey(String pipeline, DedupKey key) {
+    return pipeline + ":" + key.toHex();
   }
 
   /**
