@@ -62,6 +62,9 @@ public final class IdemServer implements AutoCloseable {
     this.connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
     connector.setHost(settings.host());
     connector.setPort(settings.port());
+    // On shutdown, idle keep-alive connections close after this; busy ones finish first.
+    connector.setShutdownIdleTimeout(
+        Math.min(250, Math.max(1, settings.shutdownTimeout().toMillis())));
     jetty.addConnector(connector);
 
     Map<String, Pipeline> byId = new LinkedHashMap<>();
