@@ -29,6 +29,9 @@ public record DedupConfig(@Nullable Duration ttl, Expiry expiry, Duration lease)
   /** The default lease: 5 minutes. */
   public static final Duration DEFAULT_LEASE = Duration.ofMinutes(5);
 
+  private static final Duration ONE_MILLI = Duration.ofMillis(1);
+  private static final Duration MAX_MILLIS = Duration.ofMillis(Long.MAX_VALUE);
+
   private static final DedupConfig DEFAULTS =
       new DedupConfig(DEFAULT_TTL, Expiry.SLIDING, DEFAULT_LEASE);
 
@@ -40,12 +43,19 @@ public record DedupConfig(@Nullable Duration ttl, Expiry expiry, Duration lease)
   public DedupConfig {
     Objects.requireNonNull(expiry, "expiry");
     Objects.requireNonNull(lease, "lease");
-    if (ttl != null && ttl.toMillis() < 1) {
+    if (ttl != null && ttl.compareTo(ONE_MILLI) < 0) {
       throw new IdemConfigException(
           "ttl (window) must be at least 1ms, got " + ttl + "; omit it for no TTL");
     }
-    if (lease.toMillis() < 1) {
+    if (ttl != null && ttl.compareTo(MAX_MILLIS) > 0) {
+      throw new IdemConfigException(
+          "ttl (window) must be at most " + MAX_MILLIS + ", got " + ttl + "; omit it for no TTL");
+    }
+    if (lease.compareTo(ONE_MILLI) < 0) {
       throw new IdemConfigException("lease must be at least 1ms, got " + lease);
+    }
+    if (lease.compareTo(MAX_MILLIS) > 0) {
+      throw new IdemConfigException("lease must be at most " + MAX_MILLIS + ", got " + lease);
     }
   }
 

@@ -70,8 +70,9 @@ public interface DedupListener {
   default void onLeaseLost(Scope scope, DedupKey key) {}
 
   /**
-   * An entry expired: a lease ran out with no settlement, or a committed key's TTL passed. Stores
-   * report it when they notice (at a later reserve or a sweep).
+   * An entry expired: a lease ran out with no settlement, or a committed key's TTL passed. The
+   * {@link Deduplicator} reports it when a reserve takes such an entry over; stores without native
+   * expiry may also report it from a sweep, through the listener given to their builder.
    *
    * @param scope the scope
    * @param key the key
@@ -80,7 +81,9 @@ public interface DedupListener {
   default void onExpired(Scope scope, DedupKey key, boolean leaseExpired) {}
 
   /**
-   * A committed key was evicted to stay within {@code maxKeys}.
+   * A committed key was evicted to stay within {@code maxKeys}. Only stores report this (through
+   * the listener given to the store's builder, e.g. the memory store's), never the {@link
+   * Deduplicator}.
    *
    * @param scope the scope
    * @param key the key

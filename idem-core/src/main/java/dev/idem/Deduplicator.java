@@ -143,7 +143,8 @@ public final class Deduplicator {
    * @param reservations open reservations made by this deduplicator
    * @return one settlement per reservation, in order
    * @throws ReservationSettledException if one was already settled (none is then committed)
-   * @throws IllegalArgumentException if one belongs to another scope (none is then committed)
+   * @throws IllegalArgumentException if one was made by another deduplicator (none is then
+   *     committed)
    * @throws StoreUnavailableException if the store did not answer
    */
   public List<Settlement> commitAll(List<Reservation> reservations) {
@@ -152,9 +153,13 @@ public final class Deduplicator {
     int begun = 0;
     try {
       for (Reservation r : reservations) {
-        if (r.scope() != scope && !r.scope().equals(scope)) {
+        if (r.owner() != this) {
           throw new IllegalArgumentException(
-              r + " belongs to scope " + r.scope() + ", not to this deduplicator's " + scope);
+              r
+                  + (r.scope().equals(scope)
+                      ? " was reserved by another Deduplicator"
+                      : " belongs to scope " + r.scope() + ", not to this deduplicator's " + scope)
+                  + "; commit it through the Deduplicator that reserved it");
         }
         r.begin();
         begun++;
@@ -226,8 +231,11 @@ public final class Deduplicator {
     if (!(decision instanceof Decision.Acquired acquired)) {
       return new RunResult.Skipped<>(decision);
     }
-    T value = runHolding(acquired.reservation(), work);
-    return new RunResult.Ran<>(value, acquired.reservation().commit(codec.encode(value)));
+    Reservation reservation = acquired.reservation();
+    T value = runHolding(reservation, work);
+    // Encoding is part of the work: if the result cannot be stored, the key is released.
+    byte[] encoded = runHolding(reservation, () -> codec.encode(value));
+    return new RunResult.Ran<>(value, reservation.commit(encoded));
   }
 
   /**

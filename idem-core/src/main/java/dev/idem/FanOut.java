@@ -41,10 +41,14 @@ public final class FanOut {
   /**
    * Returns whether the parent has been settled.
    *
-   * @return true once committed or released
+   * <p>If the settling commit or release failed with {@link StoreUnavailableException}, the parent
+   * stays open and this returns false; the fan-out does not retry: settle the parent {@link
+   * Reservation} directly (or let its lease expire).
+   *
+   * @return true once the parent is committed, released or found to have lost its lease
    */
   public boolean isSettled() {
-    return settled.get();
+    return parent.settlement() != null;
   }
 
   /** One child's single-use report. */

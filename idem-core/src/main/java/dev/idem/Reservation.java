@@ -61,6 +61,11 @@ public final class Reservation {
     return key;
   }
 
+  /** Returns the deduplicator that made this reservation (the only one that may settle it). */
+  Deduplicator owner() {
+    return owner;
+  }
+
   /**
    * Returns the scope the key was reserved in.
    *

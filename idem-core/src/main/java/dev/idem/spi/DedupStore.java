@@ -75,7 +75,7 @@ public interface DedupStore extends AutoCloseable {
    * Removes every key of one scope, and nothing of any other scope.
    *
    * @param scope the scope
-   * @return how many entries were removed (where the store can count them)
+   * @return exactly how many entries (in flight or committed, dead or alive) were removed
    */
   long clear(Scope scope);
 
@@ -123,9 +123,10 @@ public interface DedupStore extends AutoCloseable {
   }
 
   /**
-   * Removes entries whose TTL or lease ran out before {@code nowMillis}, for stores without native
-   * expiry (see {@link StoreCapabilities#nativeExpiry()}). Correctness never depends on it: expired
-   * entries already read as absent; sweeping only returns their space.
+   * Removes entries that are dead at {@code nowMillis} (their lease or TTL deadline is at or before
+   * it), for stores without native expiry (see {@link StoreCapabilities#nativeExpiry()}); never a
+   * live entry. Correctness never depends on it: dead entries already read as absent; sweeping only
+   * returns their space.
    *
    * @param nowMillis the caller's wall-clock time
    * @return how many entries were removed

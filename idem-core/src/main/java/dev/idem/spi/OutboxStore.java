@@ -18,7 +18,9 @@ public interface OutboxStore {
 
   /**
    * Commits a reservation and appends a message, in one atomic step: if the commit is {@link
-   * SettleResult#STALE}, nothing is appended.
+   * SettleResult#STALE}, nothing is appended. A repeated call with the token that already committed
+   * (a retry after an unknown outcome) answers {@link SettleResult#APPLIED} and appends nothing, so
+   * a message is never enqueued twice for one commit.
    *
    * @param commit the commit, as for {@link DedupStore#commit}
    * @param message the message to append
@@ -28,8 +30,9 @@ public interface OutboxStore {
 
   /**
    * Claims up to {@code max} deliverable entries of one queue, oldest first: entries not claimed by
-   * anyone (or whose claim ran out) and not scheduled for later. A claimed entry is hidden from
-   * other claims until {@code nowMillis + claimMillis}.
+   * anyone (or whose claim ran out) and not scheduled for later ({@code notBefore <= nowMillis}). A
+   * claimed entry is hidden from other claims until {@code nowMillis + claimMillis} (visible again
+   * at exactly that time).
    *
    * @param queue the queue
    * @param max the most entries to return

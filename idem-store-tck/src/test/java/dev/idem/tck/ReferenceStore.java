@@ -1,0 +1,314 @@
+package dev.idem.tck;
+
+import dev.idem.DedupKey;
+import dev.idem.Scope;
+import dev.idem.spi.CommitRequest;
+import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DedupStateMachine;
+import dev.idem.spi.DedupStateMachine.Transition;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.KeyState;
+import dev.idem.spi.OutboxMessage;
+import dev.idem.spi.OutboxRecord;
+import dev.idem.spi.OutboxStore;
+import dev.idem.spi.ReleaseRequest;
+import dev.idem.spi.ReserveRequest;
+import dev.idem.spi.ReserveResult;
+import dev.idem.spi.SettleResult;
+import dev.idem.spi.StoreCapabilities;
+import dev.idem.spi.StoredEntry;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The simplest correct store (test code only): {@link DedupStateMachine} over a map under one lock,
+ * with LRU bounds per scope, a "durable" {@link Storage} that a reopen keeps, and an outbox. The
+ * contract suite must pass on it; the mutants in {@link MutantStores} each break one rule of it.
+ */
+class ReferenceStore implements DedupStore, OutboxStore {
+
+  /** Everything a reopen keeps. Guarded by itself. */
+  static final class Storage {
+    final Map<Scope, LinkedHashMap<DedupKey, StoredEntry>> keys = new HashMap<>();
+    final Map<String, TreeMap<Long, Item>> outbox = new HashMap<>();
+    final Map<String, List<DeadLetter>> deadLetters = new HashMap<>();
+    long nextId;
+  }
+
+  /** One outbox entry. */
+  static final class Item {
+    final long id;
+    final OutboxMessage message;
+    final long enqueuedAt;
+    int attempts;
+    long hiddenUntil;
+    @Nullable String lastError;
+
+    Item(long id, OutboxMessage message, long enqueuedAt) {
+      this.id = id;
+      this.message = message;
+      this.enqueuedAt = enqueuedAt;
+    }
+  }
+
+  final Storage storage;
+  private final int maxKeysPerScope;
+  private final StoreCapabilities capabilities;
+  private volatile boolean closed;
+
+  ReferenceStore(Storage storage, int maxKeysPerScope, StoreCapabilities capabilities) {
+    this.storage = storage;
+    this.maxKeysPerScope = maxKeysPerScope;
+    this.capabilities = capabilities;
+  }
+
+  static StoreCapabilities all() {
+    return new StoreCapabilities(true, true, false, true);
+  }
+
+  // ---- the dedup lifecycle ----
+
+  @Override
+  public ReserveResult reserve(ReserveRequest r) {
+    synchronized (storage) {
+      LinkedHashMap<DedupKey, StoredEntry> scope = scope(r.scope());
+      StoredEntry current = scope.get(r.key());
+      Transition<ReserveResult> t = decideReserve(current, r);
+      if (t.changed() || t.answer() instanceof ReserveResult.Duplicate) {
+        put(r.scope(), r.key(), t.next()); // a duplicate hit is a use
+      }
+      return t.answer();
+    }
+  }
+
+  /** The reserve decision (mutants change it). */
+  Transition<ReserveResult> decideReserve(@Nullable StoredEntry current, ReserveRequest r) {
+    return DedupStateMachine.reserve(current, r);
+  }
+
+  @Override
+  public SettleResult commit(CommitRequest c) {
+    synchronized (storage) {
+      return commitLocked(c).answer();
+    }
+  }
+
+  private Transition<SettleResult> commitLocked(CommitRequest c) {
+    Transition<SettleResult> t = DedupStateMachine.commit(scope(c.scope()).get(c.key()), c);
+    if (t.changed()) {
+      put(c.scope(), c.key(), t.next());
+    }
+    return t;
+  }
+
+  @Override
+  public SettleResult release(ReleaseRequest r) {
+    synchronized (storage) {
+      Transition<SettleResult> t = decideRelease(scope(r.scope()).get(r.key()), r);
+      if (t.changed()) {
+        put(r.scope(), r.key(), t.next());
+      }
+      return t.answer();
+    }
+  }
+
+  /** The release decision (mutants change it). */
+  Transition<SettleResult> decideRelease(@Nullable StoredEntry current, ReleaseRequest r) {
+    return DedupStateMachine.release(current, r);
+  }
+
+  @Override
+  public KeyState inspect(Scope scope, DedupKey key, long nowMillis) {
+    synchronized (storage) {
+      return DedupStateMachine.inspect(scope(scope).get(key), nowMillis);
+    }
+  }
+
+  @Override
+  public boolean forget(Scope scope, DedupKey key) {
+    synchronized (storage) {
+      return scope(scope).remove(key) != null;
+    }
+  }
+
+  @Override
+  public long clear(Scope scope) {
+    synchronized (storage) {
+      open();
+      LinkedHashMap<DedupKey, StoredEntry> removed = storage.keys.remove(scope);
+      return removed == null ? 0 : removed.size();
+    }
+  }
+
+  @Override
+  public long sweepExpired(long nowMillis) {
+    synchronized (storage) {
+      open();
+      long swept = 0;
+      for (LinkedHashMap<DedupKey, StoredEntry> scope : storage.keys.values()) {
+        for (Iterator<StoredEntry> it = scope.values().iterator(); it.hasNext(); ) {
+          if (it.next().isDeadAt(nowMillis)) {
+            it.remove();
+            swept++;
+          }
+        }
+      }
+      return swept;
+    }
+  }
+
+  /** Stores {@code entry} (null: removes) as the most recently used, evicting beyond the bound. */
+  void put(Scope scope, DedupKey key, @Nullable StoredEntry entry) {
+    LinkedHashMap<DedupKey, StoredEntry> map = scope(scope);
+    map.remove(key);
+    if (entry == null) {
+      return;
+    }
+    map.put(key, entry);
+    for (Iterator<DedupKey> it = map.keySet().iterator(); map.size() > maxKeysPerScope; ) {
+      DedupKey eldest = it.next();
+      if (!eldest.equals(key)) {
+        it.remove();
+      }
+    }
+  }
+
+  /** Returns the map of a scope; also checks that the store is open. */
+  LinkedHashMap<DedupKey, StoredEntry> scope(Scope scope) {
+    open();
+    return storage.keys.computeIfAbsent(scope, s -> new LinkedHashMap<>());
+  }
+
+  private void open() {
+    if (closed) {
+      throw new IllegalStateException("the reference store is closed");
+    }
+  }
+
+  int maxKeysPerScope() {
+    return maxKeysPerScope;
+  }
+
+  @Override
+  public StoreCapabilities capabilities() {
+    return capabilities;
+  }
+
+  @Override
+  public String describe() {
+    return "reference:" + getClass().getSimpleName();
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+  }
+
+  // ---- the outbox ----
+
+  @Override
+  public SettleResult commitAndEnqueue(CommitRequest commit, OutboxMessage message) {
+    synchronized (storage) {
+      Transition<SettleResult> t = commitLocked(commit);
+      if (t.changed()) {
+        // a retried commit (APPLIED, unchanged) already enqueued the first time
+        long id = ++storage.nextId;
+        queue(message.queue()).put(id, new Item(id, message, commit.nowMillis()));
+      }
+      return t.answer();
+    }
+  }
+
+  @Override
+  public List<OutboxRecord> claim(String queue, int max, long nowMillis, long claimMillis) {
+    synchronized (storage) {
+      List<OutboxRecord> out = new ArrayList<>();
+      for (Item item : queue(queue).values()) {
+        if (out.size() == max) {
+          break;
+        }
+        if (item.hiddenUntil <= nowMillis) {
+          item.hiddenUntil = nowMillis + claimMillis;
+          item.attempts++;
+          out.add(
+              new OutboxRecord(
+                  item.id,
+                  queue,
+                  item.message.key(),
+                  item.message.payload(),
+                  item.attempts,
+                  item.enqueuedAt,
+                  item.lastError));
+        }
+      }
+      return out;
+    }
+  }
+
+  @Override
+  public boolean acknowledge(String queue, long id) {
+    synchronized (storage) {
+      return queue(queue).remove(id) != null;
+    }
+  }
+
+  @Override
+  public void reschedule(String queue, long id, long notBeforeMillis, String error) {
+    synchronized (storage) {
+      Item item = queue(queue).get(id);
+      if (item != null) {
+        item.hiddenUntil = notBeforeMillis;
+        item.lastError = error;
+      }
+    }
+  }
+
+  @Override
+  public void deadLetter(String queue, long id, String reason, long nowMillis) {
+    synchronized (storage) {
+      Item item = queue(queue).remove(id);
+      if (item != null) {
+        storage
+            .deadLetters
+            .computeIfAbsent(queue, q -> new ArrayList<>())
+            .add(
+                new DeadLetter(
+                    id,
+                    queue,
+                    item.message.key(),
+                    item.message.payload(),
+                    item.attempts,
+                    item.enqueuedAt,
+                    nowMillis,
+                    reason));
+      }
+    }
+  }
+
+  @Override
+  public List<DeadLetter> deadLetters(String queue, int limit) {
+    synchronized (storage) {
+      open();
+      List<DeadLetter> all = storage.deadLetters.getOrDefault(queue, List.of());
+      return List.copyOf(all.subList(0, Math.min(limit, all.size())));
+    }
+  }
+
+  @Override
+  public long depth(String queue) {
+    synchronized (storage) {
+      return queue(queue).size();
+    }
+  }
+
+  private TreeMap<Long, Item> queue(String queue) {
+    open();
+    return storage.outbox.computeIfAbsent(queue, q -> new TreeMap<>());
+  }
+}
