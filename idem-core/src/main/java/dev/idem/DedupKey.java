@@ -6,7 +6,7 @@ import dev.idem.internal.Sha256Words;
  * The identity of one piece of work inside a {@link Scope}: a 32-byte SHA-256 digest of the key
  * material, never the material itself. Stores keep only these 32 bytes (as four longs in memory).
  *
- * <p>Make keys with {@code dev.idem.key.KeyEncoding} (from strings or typed parts) or a {@code
+ * <p>Make keys with {@link dev.idem.key.KeyEncoding} (from strings or typed parts) or a {@link
  * dev.idem.key.KeyRule} (from an event). {@link #ofDigest(byte[])} takes a digest computed
  * elsewhere, e.g. read back from a store.
  *

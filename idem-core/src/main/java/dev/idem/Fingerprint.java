@@ -23,7 +23,7 @@ public final class Fingerprint {
 
   /**
    * Returns the SHA-256 fingerprint of raw payload bytes. For JSON payloads whose member order may
-   * vary between resends, use {@code dev.idem.key.CanonicalJson.fingerprint(byte[])}.
+   * vary between resends, use {@link dev.idem.key.CanonicalJson#fingerprint(byte[])}.
    *
    * @param payload the payload
    * @return its fingerprint

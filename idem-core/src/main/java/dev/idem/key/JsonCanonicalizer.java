@@ -1,0 +1,856 @@
+package dev.idem.key;
+
+import dev.idem.internal.Sha256Words;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.security.DigestException;
+import java.security.MessageDigest;
+import java.util.Arrays;
+
+/**
+ * The RFC 8785 canonicalizer: one streaming pass over UTF-8 JSON bytes that validates them as
+ * I-JSON and writes the canonical form into a reusable buffer. Not thread-safe: each thread uses
+ * its own instance through {@link #get()}.
+ *
+ * <p>How it stays fast: no tree, no strings, and most bytes are copied in bulk. The canonical form
+ * of compact JSON is mostly the input itself: the same structural characters, string bytes and
+ * integers. So the parser only validates such bytes and leaves them in a pending <em>run</em> of
+ * input ({@code in[runStart, pos)}), which is copied to {@link #out} in one {@code arraycopy} when
+ * something differs: whitespace to drop, an escape or a number to rewrite, or an object to sort.
+ * The logical output is always {@code out[0, outLen)} followed by the run.
+ *
+ * <p>Each member of an object is recorded as three output offsets (name start, name end, member
+ * end) plus an 8-byte name prefix for cheap comparisons. When the object closes, its members are
+ * sorted by name and, only if they were out of order, the object's bytes are permuted through a
+ * scratch buffer. Nested objects are sorted before their parents, so a permutation moves bytes that
+ * are already canonical.
+ */
+final class JsonCanonicalizer {
+  /** Buffers larger than this are dropped after use, so one huge body does not pin memory. */
+  private static final int MAX_RETAINED = 1 << 18;
+
+  private static final int INITIAL = 1024;
+  private static final byte[] NO_INPUT = new byte[0];
+  private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] TRUE = {'t', 'r', 'u', 'e'};
+  private static final byte[] FALSE = {'f', 'a', 'l', 's', 'e'};
+  private static final byte[] NULL = {'n', 'u', 'l', 'l'};
+
+  /** String bytes kept as they are: printable ASCII except {@code "} and {@code \}. */
+  private static final boolean[] PLAIN = new boolean[256];
+
+  static {
+    for (int b = 0x20; b < 0x80; b++) {
+      PLAIN[b] = b != '"' && b != '\\';
+    }
+  }
+
+  private static final VarHandle LONGS =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+
+  private static final VarHandle BIG_LONGS =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+
+  private static final ThreadLocal<JsonCanonicalizer> LOCAL =
+      ThreadLocal.withInitial(JsonCanonicalizer::new);
+
+  private byte[] in = NO_INPUT;
+  private int pos;
+  private int end;
+  private int start;
+
+  /** Where the pending run of input that is copied to the output as it is begins. */
+  private int runStart;
+
+  /** The canonical output of the last call, in {@code out[0, outLen)}. */
+  byte[] out = new byte[INITIAL];
+
+  int outLen;
+
+  /** Triples (name start, name end, member end) of the members of every open object. */
+  private int[] members = new int[3 * 32];
+
+  /**
+   * Per member (triple index / 3): the first 8 name bytes, big-endian, zero-padded, if they are
+   * plain ASCII; else -1. Canonical names never hold a raw 0x00, so comparing two such prefixes as
+   * unsigned longs orders the names exactly, as long as the prefixes differ.
+   */
+  private long[] prefixes = new long[32];
+
+  private int memberTop;
+
+  /** Where the object being sorted starts in the input, for a duplicate's error message. */
+  private int objectStart;
+
+  private int[] order = new int[32];
+  private int[] orderTmp = new int[32];
+  private long[] keys = new long[32];
+  private byte[] scratch = new byte[INITIAL];
+  private final byte[] number = new byte[JsonNumbers.MAX_LENGTH];
+  private final JsonNumbers numbers = new JsonNumbers();
+  private final MessageDigest sha = Sha256Words.newDigest();
+
+  /** Scratch for a digest that is copied out right away (e.g. into a {@code Fingerprint}). */
+  final byte[] digest = new byte[32];
+
+  private JsonCanonicalizer() {}
+
+  /** Returns this thread's canonicalizer. */
+  static JsonCanonicalizer get() {
+    return LOCAL.get();
+  }
+
+  /**
+   * Canonicalizes {@code json[off, off + len)} into {@code out[0, outLen)}.
+   *
+   * @throws InvalidJsonException if the bytes are not I-JSON
+   */
+  void canonicalize(byte[] json, int off, int len) {
+    in = json;
+    pos = off;
+    start = off;
+    end = off + len;
+    outLen = 0;
+    memberTop = 0;
+    ensure(len + 64);
+    try {
+      if (len >= 3
+          && json[off] == (byte) 0xEF
+          && json[off + 1] == (byte) 0xBB
+          && json[off + 2] == (byte) 0xBF) {
+        pos += 3; // RFC 8259 section 8.1: a parser may ignore a byte order mark
+      }
+      runStart = pos;
+      skipWhitespace();
+      if (pos >= end) {
+        throw error(len == 0 ? "the input is empty" : "the input has no value");
+      }
+      value(0);
+      flush(pos);
+      skipWhitespace();
+      if (pos < end) {
+        throw error("unexpected " + describe(in[pos]) + " after the JSON value");
+      }
+    } finally {
+      in = NO_INPUT;
+    }
+  }
+
+  /**
+   * Writes SHA-256 of the canonical form of {@code json} into {@code digest[0, 32)}.
+   *
+   * @throws InvalidJsonException if the bytes are not I-JSON
+   */
+  void sha256(byte[] json, byte[] digest) {
+    canonicalize(json, 0, json.length);
+    sha.update(out, 0, outLen);
+    try {
+      sha.digest(digest, 0, 32);
+    } catch (DigestException e) {
+      throw new IllegalStateException("SHA-256 digest needs 32 bytes", e);
+    }
+  }
+
+  /** Drops buffers that grew past {@link #MAX_RETAINED}; call when done with {@link #out}. */
+  void trim() {
+    if (out.length > MAX_RETAINED) {
+      out = new byte[INITIAL];
+    }
+    if (scratch.length > MAX_RETAINED) {
+      scratch = new byte[INITIAL];
+    }
+    if (members.length > MAX_RETAINED / 4) {
+      members = new int[3 * 32];
+      prefixes = new long[32];
+      order = new int[32];
+      orderTmp = new int[32];
+      keys = new long[32];
+    }
+  }
+
+  /** The output offset that input offset {@code pos} maps to. */
+  private int outPos() {
+    return outLen + pos - runStart;
+  }
+
+  /** Copies the pending run up to {@code upTo} to the output and starts a new run there. */
+  private void flush(int upTo) {
+    int n = upTo - runStart;
+    if (n > 0) {
+      System.arraycopy(in, runStart, out, outLen, n);
+      outLen += n;
+    }
+    runStart = upTo;
+  }
+
+  private void value(int depth) {
+    byte b = in[pos];
+    switch (b) {
+      case '{' -> object(depth + 1);
+      case '[' -> array(depth + 1);
+      case '"' -> string();
+      case 't' -> literal(TRUE);
+      case 'f' -> literal(FALSE);
+      case 'n' -> literal(NULL);
+      default -> {
+        if (b == '-' || (b >= '0' && b <= '9')) {
+          number();
+        } else {
+          throw error("unexpected " + describe(b) + " where a value was expected");
+        }
+      }
+    }
+  }
+
+  private void literal(byte[] word) {
+    if (end - pos < word.length
+        || !Arrays.equals(in, pos, pos + word.length, word, 0, word.length)) {
+      throw error("unexpected " + describe(in[pos]) + " where a value was expected");
+    }
+    pos += word.length;
+  }
+
+  private void object(int depth) {
+    if (depth > CanonicalJson.MAX_DEPTH) {
+      throw error("nesting deeper than " + CanonicalJson.MAX_DEPTH + " arrays and objects");
+    }
+    int objectAt = pos;
+    pos++;
+    skipWhitespace();
+    if (pos < end && in[pos] == '}') {
+      pos++;
+      return;
+    }
+    int base = memberTop;
+    while (true) {
+      if (pos >= end || in[pos] != '"') {
+        throw error("expected a member name (a string)");
+      }
+      int nameStart = outPos();
+      string();
+      int nameEnd = outPos();
+      skipWhitespace();
+      if (pos >= end || in[pos] != ':') {
+        throw error("expected ':' after a member name");
+      }
+      pos++;
+      skipWhitespace();
+      if (pos >= end) {
+        throw error("expected a value");
+      }
+      value(depth);
+      pushMember(nameStart, nameEnd, outPos());
+      skipWhitespace();
+      if (pos < end && in[pos] == ',') {
+        pos++;
+        skipWhitespace();
+      } else if (pos < end && in[pos] == '}') {
+        pos++;
+        break;
+      } else {
+        throw error("expected ',' or '}' in an object");
+      }
+    }
+    if (memberTop - base > 3) {
+      flush(pos); // sorting works on the output
+      sortMembers(base, objectAt);
+    }
+    memberTop = base;
+  }
+
+  private void array(int depth) {
+    if (depth > CanonicalJson.MAX_DEPTH) {
+      throw error("nesting deeper than " + CanonicalJson.MAX_DEPTH + " arrays and objects");
+    }
+    pos++;
+    skipWhitespace();
+    if (pos < end && in[pos] == ']') {
+      pos++;
+      return;
+    }
+    while (true) {
+      if (pos >= end) {
+        throw error("expected a value");
+      }
+      value(depth);
+      skipWhitespace();
+      if (pos < end && in[pos] == ',') {
+        pos++;
+        skipWhitespace();
+      } else if (pos < end && in[pos] == ']') {
+        pos++;
+        return;
+      } else {
+        throw error("expected ',' or ']' in an array");
+      }
+    }
+  }
+
+  /**
+   * Reads a string, validating UTF-8. Plain bytes and multi-byte UTF-8 stay in the run; escapes are
+   * rewritten the RFC 8785 way, never longer than they were.
+   */
+  private void string() {
+    byte[] in = this.in;
+    int end = this.end;
+    int p = pos + 1;
+    while (true) {
+      p = scanPlain(in, p, end);
+      if (p >= end) {
+        pos = p;
+        throw error("unterminated string");
+      }
+      int b = in[p] & 0xFF;
+      if (b == '"') {
+        pos = p + 1;
+        return;
+      }
+      pos = p;
+      if (b == '\\') {
+        flush(p);
+        escape();
+        runStart = pos;
+        p = pos;
+      } else if (b < 0x20) {
+        throw error("control character " + describe(in[p]) + " in a string must be escaped");
+      } else {
+        p = utf8(p);
+      }
+    }
+  }
+
+  /**
+   * Returns the index of the first byte at or after {@code p} that is not {@link #PLAIN} (or {@code
+   * end}). Eight bytes at a time: a byte is flagged if its high bit is set, it is below 0x20, or it
+   * equals {@code "} or {@code \}. Borrows can only flag bytes after a truly flagged one, so the
+   * lowest flag is exact.
+   */
+  private static int scanPlain(byte[] in, int p, int end) {
+    while (p + 8 <= end) {
+      long x = (long) LONGS.get(in, p);
+      long quote = x ^ 0x2222222222222222L;
+      long backslash = x ^ 0x5C5C5C5C5C5C5C5CL;
+      long flags =
+          (x
+                  | (x - 0x2020202020202020L)
+                  | ((quote - 0x0101010101010101L) & ~quote)
+                  | ((backslash - 0x0101010101010101L) & ~backslash))
+              & 0x8080808080808080L;
+      if (flags != 0) {
+        return p + (Long.numberOfTrailingZeros(flags) >>> 3);
+      }
+      p += 8;
+    }
+    while (p < end && PLAIN[in[p] & 0xFF]) {
+      p++;
+    }
+    return p;
+  }
+
+  /** Validates one multi-byte UTF-8 sequence at {@code p} and returns the index after it. */
+  private int utf8(int p) {
+    int b0 = in[p] & 0xFF;
+    int need;
+    int lo = 0x80;
+    int hi = 0xBF;
+    if (b0 >= 0xC2 && b0 <= 0xDF) {
+      need = 1;
+    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+      need = 2;
+      if (b0 == 0xE0) {
+        lo = 0xA0; // no overlong forms
+      } else if (b0 == 0xED) {
+        hi = 0x9F; // no UTF-16 surrogates
+      }
+    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+      need = 3;
+      if (b0 == 0xF0) {
+        lo = 0x90;
+      } else if (b0 == 0xF4) {
+        hi = 0x8F; // nothing above U+10FFFF
+      }
+    } else {
+      throw error("invalid UTF-8 byte 0x" + Integer.toHexString(b0));
+    }
+    if (end - p <= need) {
+      throw error("truncated UTF-8 sequence");
+    }
+    int b1 = in[p + 1] & 0xFF;
+    if (b1 < lo || b1 > hi) {
+      throw error("invalid UTF-8 sequence");
+    }
+    for (int i = 2; i <= need; i++) {
+      int bi = in[p + i] & 0xFF;
+      if (bi < 0x80 || bi > 0xBF) {
+        throw error("invalid UTF-8 sequence");
+      }
+    }
+    return p + need + 1;
+  }
+
+  /** Rewrites the escape at {@code pos} to the output (the run was flushed up to it). */
+  private void escape() {
+    int at = pos;
+    pos++;
+    if (pos >= end) {
+      throw error("unterminated string");
+    }
+    byte c = in[pos++];
+    switch (c) {
+      case '"', '\\', 'b', 'f', 'n', 'r', 't' -> {
+        out[outLen++] = '\\';
+        out[outLen++] = c;
+      }
+      case '/' -> out[outLen++] = '/';
+      case 'u' -> {
+        int cp = hex4();
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          if (end - pos < 6 || in[pos] != '\\' || in[pos + 1] != 'u') {
+            pos = at;
+            throw error("lone surrogate \\u" + Integer.toHexString(cp) + " in a string");
+          }
+          pos += 2;
+          int low = hex4();
+          if (low < 0xDC00 || low > 0xDFFF) {
+            pos = at;
+            throw error("lone surrogate \\u" + Integer.toHexString(cp) + " in a string");
+          }
+          writeUtf8(Character.toCodePoint((char) cp, (char) low));
+        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+          pos = at;
+          throw error("lone surrogate \\u" + Integer.toHexString(cp) + " in a string");
+        } else {
+          writeChar(cp);
+        }
+      }
+      default -> {
+        pos = at;
+        throw error("invalid escape \\" + (char) (c & 0xFF) + " in a string");
+      }
+    }
+  }
+
+  private int hex4() {
+    if (end - pos < 4) {
+      throw error("\\u needs four hex digits");
+    }
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+      int d = Character.digit(in[pos + i], 16);
+      if (d < 0) {
+        throw error("\\u needs four hex digits");
+      }
+      v = (v << 4) | d;
+    }
+    pos += 4;
+    return v;
+  }
+
+  /** Writes one BMP code point, escaped as RFC 8785 section 3.2.2.2 says. */
+  private void writeChar(int c) {
+    if (c < 0x20) {
+      out[outLen++] = '\\';
+      switch (c) {
+        case '\b' -> out[outLen++] = 'b';
+        case '\t' -> out[outLen++] = 't';
+        case '\n' -> out[outLen++] = 'n';
+        case '\f' -> out[outLen++] = 'f';
+        case '\r' -> out[outLen++] = 'r';
+        default -> {
+          out[outLen++] = 'u';
+          out[outLen++] = '0';
+          out[outLen++] = '0';
+          out[outLen++] = HEX[c >> 4];
+          out[outLen++] = HEX[c & 0xF];
+        }
+      }
+    } else if (c == '"' || c == '\\') {
+      out[outLen++] = '\\';
+      out[outLen++] = (byte) c;
+    } else {
+      writeUtf8(c);
+    }
+  }
+
+  private void writeUtf8(int cp) {
+    if (cp < 0x80) {
+      out[outLen++] = (byte) cp;
+    } else if (cp < 0x800) {
+      out[outLen++] = (byte) (0xC0 | (cp >> 6));
+      out[outLen++] = (byte) (0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out[outLen++] = (byte) (0xE0 | (cp >> 12));
+      out[outLen++] = (byte) (0x80 | ((cp >> 6) & 0x3F));
+      out[outLen++] = (byte) (0x80 | (cp & 0x3F));
+    } else {
+      out[outLen++] = (byte) (0xF0 | (cp >> 18));
+      out[outLen++] = (byte) (0x80 | ((cp >> 12) & 0x3F));
+      out[outLen++] = (byte) (0x80 | ((cp >> 6) & 0x3F));
+      out[outLen++] = (byte) (0x80 | (cp & 0x3F));
+    }
+  }
+
+  private void number() {
+    byte[] in = this.in;
+    int end = this.end;
+    int s = pos;
+    int p = s;
+    boolean negative = in[p] == '-';
+    if (negative) {
+      p++;
+    }
+    int intStart = p;
+    if (p < end && in[p] == '0') {
+      p++;
+    } else if (p < end && in[p] >= '1' && in[p] <= '9') {
+      p++;
+      while (p < end && isDigit(in[p])) {
+        p++;
+      }
+    } else {
+      pos = p;
+      throw error("a number needs a digit after '-'");
+    }
+    int intEnd = p;
+    int fracStart = p;
+    int fracEnd = p;
+    if (p < end && in[p] == '.') {
+      fracStart = ++p;
+      while (p < end && isDigit(in[p])) {
+        p++;
+      }
+      if (p == fracStart) {
+        pos = p;
+        throw error("a number needs a digit after '.'");
+      }
+      fracEnd = p;
+    }
+    long exponent = 0;
+    boolean hasExponent = false;
+    if (p < end && (in[p] == 'e' || in[p] == 'E')) {
+      hasExponent = true;
+      p++;
+      boolean negativeExponent = false;
+      if (p < end && (in[p] == '+' || in[p] == '-')) {
+        negativeExponent = in[p] == '-';
+        p++;
+      }
+      int expStart = p;
+      while (p < end && isDigit(in[p])) {
+        if (exponent < 1_000_000_000L) { // beyond this only the sign matters
+          exponent = exponent * 10 + (in[p] - '0');
+        }
+        p++;
+      }
+      if (p == expStart) {
+        pos = p;
+        throw error("a number needs a digit in its exponent");
+      }
+      if (negativeExponent) {
+        exponent = -exponent;
+      }
+    }
+    pos = p;
+    if (fracStart == fracEnd && !hasExponent && intEnd - intStart <= JsonNumbers.EXACT_DIGITS) {
+      // An integer of at most 15 digits is exact in a double and already canonical, except -0.
+      if (negative && intEnd - intStart == 1 && in[intStart] == '0') {
+        flush(s);
+        out[outLen++] = '0';
+        runStart = p;
+      }
+      return;
+    }
+    if (!hasExponent && plainDecimalIsCanonical(in, intStart, intEnd, fracStart, fracEnd)) {
+      return;
+    }
+    int len =
+        numbers.write(
+            in, s, p, negative, intStart, intEnd, fracStart, fracEnd, exponent, number, 0);
+    if (len < 0) {
+      pos = s;
+      throw error("number outside the IEEE-754 double range");
+    }
+    if (len != p - s || !Arrays.equals(number, 0, len, in, s, p)) {
+      flush(s);
+      ensure(outLen + len + (end - p) + 64); // the only output that can outgrow its input
+      System.arraycopy(number, 0, out, outLen, len);
+      outLen += len;
+      runStart = p;
+    }
+  }
+
+  /**
+   * Whether a decimal without exponent is already canonical: at most 15 digits (so its digits are
+   * the shortest, see {@link JsonNumbers}), no trailing zero in the fraction, and in the range that
+   * ECMAScript writes in plain notation (fewer than 6 zeros after {@code 0.}).
+   */
+  private static boolean plainDecimalIsCanonical(
+      byte[] in, int intStart, int intEnd, int fracStart, int fracEnd) {
+    if ((intEnd - intStart) + (fracEnd - fracStart) > JsonNumbers.EXACT_DIGITS
+        || in[fracEnd - 1] == '0') {
+      return false;
+    }
+    if (in[intStart] != '0') {
+      return true; // JSON has no other leading zeros
+    }
+    int zeros = 0;
+    while (in[fracStart + zeros] == '0') {
+      zeros++;
+    }
+    return zeros < 6;
+  }
+
+  private static boolean isDigit(byte b) {
+    return b >= '0' && b <= '9';
+  }
+
+  /** Skips whitespace, which ends the pending run. Small, so that every call site inlines it. */
+  private void skipWhitespace() {
+    if (pos < end && isWhitespace(in[pos])) {
+      skipWhitespaceRun();
+    }
+  }
+
+  private void skipWhitespaceRun() {
+    byte[] in = this.in;
+    int p = pos;
+    flush(p);
+    do {
+      p++;
+    } while (p < end && isWhitespace(in[p]));
+    pos = p;
+    runStart = p;
+  }
+
+  private static boolean isWhitespace(byte b) {
+    return b == ' ' || b == '\n' || b == '\r' || b == '\t';
+  }
+
+  private void pushMember(int nameStart, int nameEnd, int memberEnd) {
+    if (memberTop + 3 > members.length) {
+      members = Arrays.copyOf(members, members.length * 2);
+      prefixes = Arrays.copyOf(prefixes, members.length / 3 + 1);
+    }
+    members[memberTop] = nameStart;
+    members[memberTop + 1] = nameEnd;
+    members[memberTop + 2] = memberEnd;
+    int n = Math.min(8, nameEnd - nameStart - 2);
+    int at = runStart + nameStart + 1 - outLen; // the name's input offset, if it is in the run
+    prefixes[memberTop / 3] =
+        nameStart >= outLen && at + 8 <= end ? prefix(in, at, n) : prefixOfOutput(nameStart, n);
+    memberTop += 3;
+  }
+
+  /** The prefix (see {@link #prefixes}) of the {@code n <= 8} name bytes at {@code in[at]}. */
+  private static long prefix(byte[] in, int at, int n) {
+    if (n == 0) {
+      return 0;
+    }
+    long mask = -1L << (64 - 8 * n); // the first n bytes, big-endian
+    long x = (long) BIG_LONGS.get(in, at) & mask;
+    long backslash = x ^ 0x5C5C5C5C5C5C5C5CL;
+    long flags =
+        ((x | (x - 0x2020202020202020L)) & mask | ((backslash - 0x0101010101010101L) & ~backslash))
+            & 0x8080808080808080L
+            & mask;
+    // Every byte >= 0x80, < 0x20 or '\\' is flagged. Borrows can add false flags (e.g. the
+    // zeroed bytes past the name borrow from a last byte ' '), which only means -1: the general
+    // comparison, never a wrong order.
+    return flags == 0 ? x : -1;
+  }
+
+  private long prefixOfOutput(int nameStart, int n) {
+    long prefix = 0;
+    for (int i = 0; i < n; i++) {
+      byte b = outputByte(nameStart + 1 + i);
+      if (b < 0x20 || b == '\\') { // negative: non-ASCII
+        return -1;
+      }
+      prefix |= (long) b << (56 - 8 * i);
+    }
+    return prefix;
+  }
+
+  /** Returns the byte at output offset {@code i}, flushed or still in the run. */
+  private byte outputByte(int i) {
+    return i < outLen ? out[i] : in[runStart + i - outLen];
+  }
+
+  /**
+   * Sorts the members {@code members[base, memberTop)} of the object just read by name, in UTF-16
+   * code unit order, rejecting duplicates, and permutes the object's output bytes if they were
+   * unsorted.
+   */
+  private void sortMembers(int base, int objectAt) {
+    int n = (memberTop - base) / 3;
+    objectStart = objectAt;
+    if (order.length < n) {
+      order = new int[Math.max(n, order.length * 2)];
+      orderTmp = new int[order.length];
+      keys = new long[order.length];
+    }
+    if (!sortByPrefix(base, n)) {
+      boolean sorted = true;
+      for (int i = 1; i < n; i++) {
+        if (compareMembers(base + 3 * (i - 1), base + 3 * i) > 0) {
+          sorted = false;
+          break;
+        }
+      }
+      if (sorted) {
+        return;
+      }
+      for (int i = 0; i < n; i++) {
+        order[i] = base + 3 * i;
+      }
+      // Any two equal names are compared somewhere in the sort, so compareMembers sees them.
+      mergeSort(order, orderTmp, 0, n);
+    } else if (order[0] == -1) {
+      return; // already in order
+    }
+    int regionStart = members[base];
+    int regionEnd = members[memberTop - 1];
+    int length = regionEnd - regionStart;
+    if (scratch.length < length) {
+      scratch = new byte[Math.max(length, scratch.length * 2)];
+    }
+    System.arraycopy(out, regionStart, scratch, 0, length);
+    int w = regionStart;
+    for (int i = 0; i < n; i++) {
+      int m = order[i];
+      int from = members[m] - regionStart;
+      int len = members[m + 2] - members[m];
+      System.arraycopy(scratch, from, out, w, len);
+      w += len;
+      if (i < n - 1) {
+        out[w++] = ',';
+      }
+    }
+  }
+
+  /**
+   * The common case: a small object whose names all start with distinct plain-ASCII 8-byte prefixes
+   * sorts by those prefixes alone (an insertion sort over longs). Fills {@link #order} (or sets
+   * {@code order[0] = -1} if the members are already in order) and returns true, or returns false
+   * if the general sort is needed.
+   */
+  private boolean sortByPrefix(int base, int n) {
+    if (n > 32) {
+      return false;
+    }
+    long[] keys = this.keys;
+    int[] order = this.order;
+    int first = base / 3;
+    boolean sorted = true;
+    for (int i = 0; i < n; i++) {
+      long key = prefixes[first + i];
+      if (key < 0) {
+        return false; // not plain ASCII: the general sort decodes
+      }
+      if (i > 0 && key <= keys[i - 1]) {
+        sorted = false;
+      }
+      keys[i] = key; // non-negative: signed order is unsigned order
+    }
+    if (sorted) {
+      order[0] = -1;
+      return true;
+    }
+    for (int i = 0; i < n; i++) {
+      long key = keys[i];
+      int member = base + 3 * i;
+      int j = i - 1;
+      // A shared prefix (e.g. shipping_address, shipping_lines) compares the whole names, which
+      // also catches duplicates.
+      while (j >= 0
+          && (keys[j] > key || (keys[j] == key && compareMembers(order[j], member) > 0))) {
+        keys[j + 1] = keys[j];
+        order[j + 1] = order[j];
+        j--;
+      }
+      keys[j + 1] = key;
+      order[j + 1] = member;
+    }
+    return true;
+  }
+
+  /** Stable merge sort of member indexes; insertion sort for short runs. */
+  private void mergeSort(int[] a, int[] tmp, int from, int to) {
+    if (to - from <= 12) {
+      for (int i = from + 1; i < to; i++) {
+        int v = a[i];
+        int j = i - 1;
+        while (j >= from && compareMembers(a[j], v) > 0) {
+          a[j + 1] = a[j];
+          j--;
+        }
+        a[j + 1] = v;
+      }
+      return;
+    }
+    int mid = (from + to) >>> 1;
+    mergeSort(a, tmp, from, mid);
+    mergeSort(a, tmp, mid, to);
+    if (compareMembers(a[mid - 1], a[mid]) <= 0) {
+      return;
+    }
+    System.arraycopy(a, from, tmp, from, to - from);
+    int i = from;
+    int j = mid;
+    for (int k = from; k < to; k++) {
+      if (j >= to || (i < mid && compareMembers(tmp[i], tmp[j]) <= 0)) {
+        a[k] = tmp[i++];
+      } else {
+        a[k] = tmp[j++];
+      }
+    }
+  }
+
+  /**
+   * Compares two members' names (canonical string bytes between the quotes); equal names are a
+   * duplicate, which is an error.
+   */
+  private int compareMembers(int a, int b) {
+    long pa = prefixes[a / 3];
+    long pb = prefixes[b / 3];
+    int c;
+    if ((pa | pb) >= 0 && pa != pb) {
+      c = Long.compareUnsigned(pa, pb);
+    } else {
+      c =
+          CanonicalStrings.compare(
+              out, members[a] + 1, members[a + 1] - 1, members[b] + 1, members[b + 1] - 1);
+    }
+    if (c == 0) {
+      throw duplicate(b);
+    }
+    return c;
+  }
+
+  private InvalidJsonException duplicate(int member) {
+    String name = CanonicalStrings.decode(out, members[member] + 1, members[member + 1] - 1);
+    return new InvalidJsonException(
+        "duplicate member name \"" + CanonicalStrings.abbreviate(name) + "\" in the object",
+        objectStart - start);
+  }
+
+  private void ensure(int capacity) {
+    if (out.length < capacity) {
+      out = Arrays.copyOf(out, Math.max(capacity, out.length * 2));
+    }
+  }
+
+  private InvalidJsonException error(String problem) {
+    return new InvalidJsonException(problem, pos - start);
+  }
+
+  private static String describe(byte b) {
+    int c = b & 0xFF;
+    if (c >= 0x21 && c < 0x7F) {
+      return "'" + (char) c + "'";
+    }
+    return "byte 0x" + (c < 0x10 ? "0" : "") + Integer.toHexString(c);
+  }
+}
