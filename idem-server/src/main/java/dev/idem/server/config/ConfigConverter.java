@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.idem.DedupConfig;
 import dev.idem.Expiry;
 import dev.idem.IdemConfigException;
+import dev.idem.key.KeyRule;
 import dev.idem.server.config.IdemProperties.DedupProperties;
 import dev.idem.server.config.IdemProperties.DeliverProperties;
 import dev.idem.server.config.IdemProperties.OrderingProperties;
@@ -396,7 +397,8 @@ final class ConfigConverter {
       return null;
     }
     if (key.isTextual()) {
-      return orNull(() -> KeySpec.single(key.asText()), at);
+      KeySpec spec = orNull(() -> KeySpec.single(key.asText()), at);
+      return spec == null ? null : checkRule(spec, at);
     }
     if (key.isArray()) {
       List<String> parts = new ArrayList<>();
@@ -408,10 +410,23 @@ final class ConfigConverter {
         }
         parts.add(e.asText());
       }
-      return orNull(() -> new KeySpec(parts, true), at);
+      KeySpec spec = orNull(() -> new KeySpec(parts, true), at);
+      return spec == null ? null : checkRule(spec, at);
     }
     problem(at, "must be a field path (source.id), a list of them ([a, b]) or header(\"X-Id\")");
     return null;
+  }
+
+  /** Parses the rule as the pipeline will, so a bad field path or header is a located error. */
+  private @Nullable KeySpec checkRule(KeySpec spec, String at) {
+    for (int i = 0; i < spec.expressions().size(); i++) {
+      String e = spec.expressions().get(i);
+      String where = spec.composite() ? at + "[" + i + "]" : at;
+      if (orNull(() -> KeyRule.parse(e), where) == null) {
+        return null;
+      }
+    }
+    return spec;
   }
 
   private @Nullable DedupSettings dedup(DedupProperties d, String at) {

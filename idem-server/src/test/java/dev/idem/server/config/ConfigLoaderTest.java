@@ -381,4 +381,28 @@ class ConfigLoaderTest {
     assertThat(e.problems().get(0).toString())
         .isEqualTo("idem.yaml:3:3: server.port: is given twice (first at line 2); keep one");
   }
+
+  @Test
+  void aKeyRuleThatDoesNotParseIsReportedAtItsEntry() {
+    ConfigException e =
+        failure(
+            """
+            store: { type: memory }
+            pipelines:
+              - id: p
+                source: { webhook: { path: /in } }
+                dedup:
+                  key: [source.id, 'header("X Bad")']
+                deliver: { stdout: {} }
+            """);
+
+    assertThat(e.problems())
+        .singleElement()
+        .satisfies(
+            pr -> {
+              assertThat(pr.path()).isEqualTo("pipelines[0].dedup.key[1]");
+              assertThat(pr.location().line()).isEqualTo(6);
+              assertThat(pr.message()).contains("X Bad");
+            });
+  }
 }
