@@ -6,11 +6,11 @@ import dev.idem.server.pipeline.InboundRequest;
 import dev.idem.server.pipeline.Pipeline;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
-import java.io.InputStream;
 import java.net.URLDecoder;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -22,6 +22,7 @@ import org.eclipse.jetty.io.Content;
 import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
+import org.eclipse.jetty.util.Blocker;
 import org.eclipse.jetty.util.Callback;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -158,38 +159,52 @@ public final class IdemHandler extends Handler.Abstract {
         Map.of("Connection", "close"));
   }
 
-  /** Reads the body, or returns null as soon as it exceeds {@code max} bytes. */
+  /**
+   * Reads the body chunk by chunk, blocking for more, and returns null as soon as it exceeds {@code
+   * max} bytes (the rest is never read). With a declared length, the array is allocated once at
+   * that size.
+   */
   private static byte @Nullable [] readAtMost(Request request, long declared, long max)
       throws IOException {
-    try (InputStream in = Content.Source.asInputStream(request)) {
-      if (declared >= 0) {
-        byte[] body = in.readNBytes((int) declared);
-        if (body.length < declared) {
-          throw new IOException(
-              "the body ended after " + body.length + " of " + declared + " bytes");
+    byte[] buf = new byte[(int) (declared >= 0 ? declared : Math.min(max + 1, 16 * 1024))];
+    int n = 0;
+    while (true) {
+      Content.Chunk chunk = request.read();
+      if (chunk == null) {
+        try (Blocker.Runnable more = Blocker.runnable()) {
+          request.demand(more);
+          more.block();
         }
-        return body;
+        continue;
       }
-      byte[] buf = new byte[(int) Math.min(max + 1, 16 * 1024)];
-      int n = 0;
-      while (true) {
-        if (n == buf.length) {
-          if (n > max) {
-            return null;
-          }
-          buf = java.util.Arrays.copyOf(buf, (int) Math.min(max + 1, (long) buf.length * 2));
+      try {
+        if (Content.Chunk.isFailure(chunk)) {
+          Throwable failure = chunk.getFailure();
+          throw failure instanceof IOException io ? io : new IOException(failure);
         }
-        int r = in.read(buf, n, buf.length - n);
-        if (r < 0) {
-          break;
-        }
-        n += r;
-        if (n > max) {
+        ByteBuffer bytes = chunk.getByteBuffer();
+        int length = bytes.remaining();
+        if (n + (long) length > max) {
           return null;
         }
+        if (n + length > buf.length) {
+          buf =
+              Arrays.copyOf(
+                  buf, (int) Math.min(max + 1, Math.max((long) n + length, 2L * buf.length)));
+        }
+        bytes.get(buf, n, length);
+        n += length;
+        if (chunk.isLast()) {
+          break;
+        }
+      } finally {
+        chunk.release();
       }
-      return java.util.Arrays.copyOf(buf, n);
     }
+    if (declared >= 0 && n != declared) {
+      throw new IOException("the body ended after " + n + " of " + declared + " bytes");
+    }
+    return n == buf.length ? buf : Arrays.copyOf(buf, n);
   }
 
   private Answer admin(Request request, String method, String path) {

@@ -14,6 +14,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -221,7 +222,7 @@ public final class IdemMetrics {
     private final Counter[] deliveries = new Counter[DeliveryKind.values().length];
     private final Timer deliveryLatency;
     private final Timer reserveLatency;
-    private final Map<Integer, Counter> statuses = new ConcurrentHashMap<>();
+    private final AtomicReferenceArray<Counter> statuses = new AtomicReferenceArray<>(600);
 
     PipelineMeters(MeterRegistry registry, String pipeline) {
       this.registry = registry;
@@ -294,16 +295,19 @@ public final class IdemMetrics {
      * @param status the HTTP status
      */
     public void answered(int status) {
-      statuses
-          .computeIfAbsent(
-              status,
-              s ->
-                  Counter.builder("idem_http_requests")
-                      .description("Webhook answers by status")
-                      .tag("pipeline", pipeline)
-                      .tag("status", Integer.toString(s))
-                      .register(registry))
-          .increment();
+      int i = status >= 100 && status < 600 ? status : 599;
+      Counter c = statuses.get(i);
+      if (c == null) {
+        // Registration is idempotent, so a race only registers the same counter twice.
+        c =
+            Counter.builder("idem_http_requests")
+                .description("Webhook answers by status")
+                .tag("pipeline", pipeline)
+                .tag("status", Integer.toString(i))
+                .register(registry);
+        statuses.set(i, c);
+      }
+      c.increment();
     }
 
     /**
