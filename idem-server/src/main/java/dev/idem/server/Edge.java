@@ -68,10 +68,9 @@ public interface Edge {
    * @param sink the sink
    * @param retry the retry policy
    * @param listener hears outcomes
-   * @return a handle that stops the background delivery when closed (waiting for attempts in
-   *     progress)
+   * @return the running dispatcher
    */
-  AutoCloseable dispatcher(
+  Dispatcher dispatcher(
       String pipeline, OutboxStore outbox, Sink sink, RetryPolicy retry, DeliveryListener listener);
 
   /**
@@ -89,4 +88,19 @@ public interface Edge {
    * @return the delivery
    */
   Delivery decode(byte[] payload);
+
+  /** A pipeline's background delivery from its outbox queue. */
+  interface Dispatcher extends AutoCloseable {
+    /**
+     * Says that an entry was just enqueued, so delivery starts now rather than at the next poll.
+     */
+    void wakeUp();
+
+    /**
+     * Stops delivering: attempts in progress finish (bounded), entries left stay in the outbox for
+     * the next start.
+     */
+    @Override
+    void close();
+  }
 }

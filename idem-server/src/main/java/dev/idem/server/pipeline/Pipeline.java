@@ -82,6 +82,7 @@ public final class Pipeline {
   private final Deliverer deliverer;
   private final @Nullable Function<Delivery, byte[]> outboxEncoder;
   private final DedupListener listener;
+  private final Runnable onEnqueued;
   private final IdemMetrics.@Nullable PipelineMeters meters;
   private final TimeSource time;
   private final boolean replay;
@@ -102,6 +103,7 @@ public final class Pipeline {
     this.deliverer = Objects.requireNonNull(b.deliverer, "deliverer");
     this.outboxEncoder = b.outboxEncoder;
     this.listener = b.listener;
+    this.onEnqueued = b.onEnqueued;
     this.meters = b.meters;
     this.time = b.time;
     this.replay = settings.dedup() != null && settings.dedup().mode() == DedupMode.REPLAY;
@@ -418,6 +420,7 @@ public final class Pipeline {
           Map.of("Retry-After", STORE_RETRY_AFTER));
     }
     listener.onCommitted(r.scope(), key);
+    onEnqueued.run();
     return Answer.ACCEPTED;
   }
 
@@ -496,6 +499,7 @@ public final class Pipeline {
     private @Nullable Deliverer deliverer;
     private @Nullable Function<Delivery, byte[]> outboxEncoder;
     private DedupListener listener = DedupListener.NOOP;
+    private Runnable onEnqueued = () -> {};
     private IdemMetrics.@Nullable PipelineMeters meters;
     private TimeSource time = TimeSource.system();
 
@@ -602,6 +606,17 @@ public final class Pipeline {
      */
     public Builder listener(DedupListener listener) {
       this.listener = Objects.requireNonNull(listener, "listener");
+      return this;
+    }
+
+    /**
+     * Sets what runs after an event was enqueued (async mode): wakes the dispatcher up.
+     *
+     * @param onEnqueued called on the request thread after each accepted enqueue; must be fast
+     * @return this builder
+     */
+    public Builder onEnqueued(Runnable onEnqueued) {
+      this.onEnqueued = Objects.requireNonNull(onEnqueued, "onEnqueued");
       return this;
     }
 
