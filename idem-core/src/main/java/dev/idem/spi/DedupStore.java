@@ -157,7 +157,11 @@ public interface DedupStore extends AutoCloseable {
    */
   String describe();
 
-  /** Releases the store's resources. Further calls fail. */
+  /**
+   * Releases the store's resources (stops background work, closes connections or files). Further
+   * operations throw {@link IllegalStateException}; closing again does nothing. A store built on a
+   * caller-owned client or pool leaves that client or pool open.
+   */
   @Override
   void close();
 }

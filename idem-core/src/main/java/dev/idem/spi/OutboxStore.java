@@ -53,7 +53,8 @@ public interface OutboxStore {
 
   /**
    * Makes a claimed entry deliverable again, not before {@code notBeforeMillis}, recording the
-   * error of the failed attempt.
+   * error of the failed attempt. Does nothing if the entry is gone (acknowledged or dead lettered
+   * by another deliverer whose claim overlapped).
    *
    * @param queue the queue
    * @param id the entry's id
@@ -63,7 +64,8 @@ public interface OutboxStore {
   void reschedule(String queue, long id, long notBeforeMillis, String error);
 
   /**
-   * Moves an entry from the outbox to the dead letters, atomically.
+   * Moves an entry from the outbox to the dead letters, atomically. Does nothing if the entry is
+   * gone.
    *
    * @param queue the queue
    * @param id the entry's id

@@ -1,0 +1,163 @@
+package dev.idem.store.jdbc;
+
+import dev.idem.StoreException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Creates the store's tables on first use ({@code CREATE TABLE IF NOT EXISTS}, safe to run from
+ * many instances at once) and checks that the schema is one this code knows. The DDL lives in
+ * {@code schema-<dialect>.sql} next to this class, so operators can run it themselves and build the
+ * store with {@code createSchema(false)}.
+ */
+final class Schema {
+  private Schema() {}
+
+  /**
+   * Returns the DDL script of a dialect with {@code ${prefix}} replaced, split into statements.
+   *
+   * @param dialect the database
+   * @param prefix the validated table prefix
+   * @return the statements in order
+   */
+  static List<String> script(JdbcDialect dialect, String prefix) {
+    String text;
+    try (InputStream in = Schema.class.getResourceAsStream(Statements.schemaResource(dialect))) {
+      if (in == null) {
+        throw new IllegalStateException(
+            "the jar lacks " + Statements.schemaResource(dialect) + " next to " + Schema.class);
+      }
+      text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    List<String> statements = new ArrayList<>();
+    StringBuilder current = new StringBuilder();
+    for (String line : text.split("\n", -1)) {
+      String trimmed = line.strip();
+      if (trimmed.isEmpty() || trimmed.startsWith("--")) {
+        continue;
+      }
+      current.append(line).append('\n');
+      if (trimmed.endsWith(";")) {
+        String sql = current.toString().strip();
+        statements.add(sql.substring(0, sql.length() - 1).replace("${prefix}", prefix));
+        current.setLength(0);
+      }
+    }
+    if (!current.toString().isBlank()) {
+      throw new IllegalStateException("unterminated statement in schema script: " + current);
+    }
+    return statements;
+  }
+
+  /**
+   * Creates the tables if they do not exist. On PostgreSQL the script runs in one transaction under
+   * an advisory lock, because concurrent {@code CREATE TABLE IF NOT EXISTS} of the same table can
+   * fail there; MariaDB and H2 serialise DDL on the table themselves.
+   */
+  static void create(Connection c, JdbcDialect dialect, Statements sql) throws SQLException {
+    List<String> script = script(dialect, sql.prefix);
+    if (dialect == JdbcDialect.POSTGRESQL) {
+      SqlExecutor.inTransaction(
+          c,
+          tx -> {
+            try (PreparedStatement lock = tx.prepareStatement("SELECT pg_advisory_xact_lock(?)")) {
+              lock.setLong(1, ("idem-schema:" + sql.keys).hashCode());
+              lock.execute();
+            }
+            runAll(tx, script);
+            return null;
+          });
+    } else {
+      runAll(c, script);
+    }
+  }
+
+  private static void runAll(Connection c, List<String> script) throws SQLException {
+    try (Statement st = c.createStatement()) {
+      for (String ddl : script) {
+        st.execute(ddl);
+      }
+    }
+  }
+
+  /**
+   * Checks that the tables exist with the columns the store uses and that the schema version is not
+   * newer than this code.
+   *
+   * @throws StoreException naming the table and the fix
+   */
+  static void verify(Connection c, Statements sql, String store) throws SQLException {
+    int version;
+    try (Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery(sql.readSchemaVersion)) {
+      if (!rs.next()) {
+        throw new StoreException(
+            "table "
+                + sql.schemaVersion
+                + " in "
+                + store
+                + " has no version row: run the DDL in docs/stores/jdbc.md completely (its last"
+                + " statement inserts the row) or build the store with createSchema(true)");
+      }
+      version = rs.getInt(1);
+    } catch (SQLException e) {
+      if (SqlErrors.isUndefinedTable(e)) {
+        throw new StoreException(
+            "table "
+                + sql.schemaVersion
+                + " does not exist in "
+                + store
+                + ": build the store with createSchema(true), or create the tables with the DDL in"
+                + " docs/stores/jdbc.md (schema-<database>.sql in the jar) with prefix "
+                + sql.prefix,
+            e);
+      }
+      throw e;
+    }
+    if (version > Statements.SCHEMA_VERSION) {
+      throw new StoreException(
+          "the tables "
+              + sql.prefix
+              + "* in "
+              + store
+              + " have schema version "
+              + version
+              + ", newer than this Idem ("
+              + Statements.SCHEMA_VERSION
+              + "): upgrade Idem, or use another table prefix");
+    }
+    for (String[] probe :
+        new String[][] {
+          {sql.keys, sql.probeKeys},
+          {sql.outbox, sql.probeOutbox},
+          {sql.deadLetters, sql.probeDeadLetters}
+        }) {
+      try (Statement st = c.createStatement();
+          ResultSet rs = st.executeQuery(probe[1])) {
+        rs.next();
+      } catch (SQLException e) {
+        throw new StoreException(
+            "table "
+                + probe[0]
+                + " in "
+                + store
+                + " is missing or lacks columns the store needs ("
+                + SqlErrors.describe(e)
+                + "): create it with the DDL in docs/stores/jdbc.md or build with"
+                + " createSchema(true)",
+            e);
+      }
+    }
+  }
+}

@@ -1,0 +1,230 @@
+package dev.idem.store.jdbc;
+
+import dev.idem.StoreException;
+import dev.idem.StoreUnavailableException;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+import javax.sql.DataSource;
+
+/**
+ * Runs one store operation on a pooled connection: retries serialization failures and deadlocks a
+ * bounded number of times with a small jittered backoff, and turns every other failure into Idem's
+ * exceptions with the right {@code outcomeUnknown}.
+ *
+ * <p>Three kinds of work: a {@linkplain #read read} (never changes anything), an autocommit {@link
+ * #write} (one statement or batch that may have been applied if the connection dies while it runs),
+ * and a {@link #transaction} (committed here; applied only if the commit went through, so the
+ * outcome is unknown only when the commit itself failed).
+ */
+final class SqlExecutor {
+
+  /** The work to run on a connection. */
+  @FunctionalInterface
+  interface Work<T> {
+    /**
+     * Runs the work.
+     *
+     * @param c the connection (autocommit on for reads and writes, off for transactions)
+     * @return the result
+     * @throws SQLException as the driver throws it
+     */
+    T run(Connection c) throws SQLException;
+  }
+
+  private enum Mode {
+    READ,
+    WRITE,
+    TRANSACTION
+  }
+
+  /** First backoff ceiling in microseconds; doubled per attempt up to {@link #MAX_BACKOFF_US}. */
+  private static final long BASE_BACKOFF_US = 500;
+
+  private static final long MAX_BACKOFF_US = 50_000;
+
+  private final DataSource dataSource;
+  private final JdbcDialect dialect;
+  private final String store;
+  private final int attempts;
+  private final LongAdder retries = new LongAdder();
+
+  SqlExecutor(DataSource dataSource, JdbcDialect dialect, String store, int retries) {
+    this.dataSource = dataSource;
+    this.dialect = dialect;
+    this.store = store;
+    this.attempts = retries + 1;
+  }
+
+  /** Returns how many retries all operations have made so far (for tests and diagnostics). */
+  long retries() {
+    return retries.sum();
+  }
+
+  /** Runs work that only reads. */
+  <T> T read(String op, Work<T> work) {
+    return run(op, Mode.READ, work);
+  }
+
+  /** Runs work in autocommit mode that may write. */
+  <T> T write(String op, Work<T> work) {
+    return run(op, Mode.WRITE, work);
+  }
+
+  /** Runs work in one transaction, committed after the work returns. */
+  <T> T transaction(String op, Work<T> work) {
+    return run(op, Mode.TRANSACTION, work);
+  }
+
+  private <T> T run(String op, Mode mode, Work<T> work) {
+    for (int attempt = 1; ; attempt++) {
+      Connection c = connect(op);
+      boolean committing = false;
+      try {
+        try {
+          if (mode == Mode.TRANSACTION) {
+            c.setAutoCommit(false);
+          }
+          T value = work.run(c);
+          if (mode == Mode.TRANSACTION) {
+            committing = true;
+            c.commit();
+          }
+          return value;
+        } catch (SQLException | RuntimeException e) {
+          if (mode == Mode.TRANSACTION) {
+            rollbackQuietly(c);
+          }
+          throw e;
+        } finally {
+          if (mode == Mode.TRANSACTION) {
+            restoreAutoCommit(c);
+          }
+          closeQuietly(c);
+        }
+      } catch (SQLException e) {
+        SqlErrors.Kind kind = SqlErrors.classify(e, dialect);
+        if (kind == SqlErrors.Kind.RETRY && attempt < attempts) {
+          retries.increment();
+          backoff(attempt);
+          continue;
+        }
+        throw translate(op, mode, committing, kind, e, attempt);
+      }
+    }
+  }
+
+  /**
+   * Runs {@code work} as one transaction on a connection that is in autocommit mode, for work that
+   * mixes an autocommit statement with a transaction. Rolls back on failure and puts autocommit
+   * back.
+   */
+  static <T> T inTransaction(Connection c, Work<T> work) throws SQLException {
+    c.setAutoCommit(false);
+    try {
+      T value = work.run(c);
+      c.commit();
+      return value;
+    } catch (SQLException | RuntimeException e) {
+      rollbackQuietly(c);
+      throw e;
+    } finally {
+      restoreAutoCommit(c);
+    }
+  }
+
+  private Connection connect(String op) {
+    try {
+      Connection c = dataSource.getConnection();
+      if (!c.getAutoCommit()) {
+        // A caller's pool may hand out connections in manual-commit mode.
+        c.setAutoCommit(true);
+      }
+      return c;
+    } catch (SQLException e) {
+      throw new StoreUnavailableException(
+          store,
+          false,
+          op + ": could not get a connection from " + store + ": " + SqlErrors.describe(e),
+          e);
+    }
+  }
+
+  private RuntimeException translate(
+      String op, Mode mode, boolean committing, SqlErrors.Kind kind, SQLException e, int tried) {
+    return switch (kind) {
+      case RETRY ->
+          // The database rolled the last attempt back: nothing was applied.
+          new StoreUnavailableException(
+              store,
+              false,
+              op
+                  + " on "
+                  + store
+                  + " gave up after "
+                  + tried
+                  + " attempts that each hit a deadlock or serialization failure: "
+                  + SqlErrors.describe(e)
+                  + "; retry later or raise retries(..)",
+              e);
+      case UNAVAILABLE -> {
+        boolean unknown = mode == Mode.WRITE || (mode == Mode.TRANSACTION && committing);
+        yield new StoreUnavailableException(
+            store,
+            unknown,
+            op
+                + " failed on "
+                + store
+                + (unknown ? " (it may have been applied)" : "")
+                + ": "
+                + SqlErrors.describe(e)
+                + "; check that the database is up and reachable",
+            e);
+      }
+      case ERROR ->
+          new StoreException(
+              op
+                  + " failed on "
+                  + store
+                  + ": "
+                  + SqlErrors.describe(e)
+                  + (SqlErrors.isUndefinedTable(e)
+                      ? "; the store's tables are missing: build with createSchema(true) or run"
+                          + " the DDL in docs/stores/jdbc.md"
+                      : ""),
+              e);
+    };
+  }
+
+  private static void backoff(int attempt) {
+    long ceiling = Math.min(MAX_BACKOFF_US, BASE_BACKOFF_US << Math.min(attempt - 1, 16));
+    long micros = ceiling / 2 + ThreadLocalRandom.current().nextLong(ceiling / 2 + 1);
+    LockSupport.parkNanos(micros * 1_000);
+  }
+
+  private static void rollbackQuietly(Connection c) {
+    try {
+      c.rollback();
+    } catch (SQLException ignored) {
+      // The connection is broken; the server rolls back when it goes, and the pool drops it.
+    }
+  }
+
+  private static void restoreAutoCommit(Connection c) {
+    try {
+      c.setAutoCommit(true);
+    } catch (SQLException ignored) {
+      // The connection is broken; the pool evicts it on close.
+    }
+  }
+
+  private static void closeQuietly(Connection c) {
+    try {
+      c.close();
+    } catch (SQLException ignored) {
+      // Returning a connection to the pool failed: the pool has already dropped it.
+    }
+  }
+}

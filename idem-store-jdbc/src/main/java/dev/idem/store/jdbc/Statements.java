@@ -1,0 +1,401 @@
+package dev.idem.store.jdbc;
+
+import dev.idem.IdemConfigException;
+import java.util.regex.Pattern;
+
+/**
+ * Every SQL statement of one store, for its dialect and table prefix. All statements are fixed text
+ * with {@code ?} parameters; the only text spliced in is the table prefix, which is checked against
+ * {@link #PREFIX} first (never user input in SQL).
+ *
+ * <p>Column meaning: {@code state} 1 is in flight and 2 committed; {@code deadline_ms} is when the
+ * lease or the TTL runs out ({@link Long#MAX_VALUE}: never); all times are the callers' epoch
+ * milliseconds.
+ */
+final class Statements {
+  /** Lower-case letters, digits and '_', starting with a letter: portable unquoted identifiers. */
+  static final Pattern PREFIX = Pattern.compile("[a-z][a-z0-9_]{0,39}");
+
+  static final int IN_FLIGHT = 1;
+  static final int COMMITTED = 2;
+
+  /** The schema version this code reads and writes. */
+  static final int SCHEMA_VERSION = 1;
+
+  final String prefix;
+  final String keys;
+  final String outbox;
+  final String deadLetters;
+  final String schemaVersion;
+
+  // ---- keys -------------------------------------------------------------------------------------
+
+  /**
+   * PostgreSQL only: the whole reserve in one statement. Parameters: scope, key, token, now, lease
+   * until, fingerprint, sliding refresh (null unless the TTL slides). Returns one row: the entry as
+   * it was before (all null if absent) and how many rows {@code ins}, {@code acq} and {@code slide}
+   * wrote.
+   */
+  final String reserve;
+
+  /**
+   * Inserts an in-flight entry only if the key has no row (one autocommit statement). Parameters:
+   * scope, key, token, now (since), lease until, fingerprint. Update count 1 = inserted.
+   */
+  final String insertAbsent;
+
+  /** Reads an entry and locks its row until the transaction ends. Parameters: scope, key. */
+  final String selectForUpdate;
+
+  /** Reads an entry. Parameters: scope, key. */
+  final String select;
+
+  /**
+   * Takes over a dead entry (already row-locked). Parameters: token, now, lease until, fingerprint,
+   * scope, key.
+   */
+  final String acquire;
+
+  /** Restarts a committed key's sliding window (row-locked). Parameters: deadline, scope, key. */
+  final String slide;
+
+  /**
+   * Commits: all conditions in the WHERE clause. Parameters: now (since), expiry, result, scope,
+   * key, token, now. Update count 1 = applied.
+   */
+  final String commit;
+
+  /**
+   * Whether a key is committed under a token and alive: a repeated commit. Parameters: scope, key,
+   * token, now.
+   */
+  final String committedWith;
+
+  /** Releases: deletes an in-flight entry held by the token. Parameters: scope, key, token, now. */
+  final String release;
+
+  /** Forgets one key. Parameters: scope, key. */
+  final String forget;
+
+  /** Deletes up to n entries of one scope. Parameters: scope, n. */
+  final String clearBatch;
+
+  /** Deletes up to n dead entries. Parameters: now, n (PostgreSQL: now, n, now). */
+  final String sweepBatch;
+
+  /** Like {@link #sweepBatch} but returns scope, dedup_key and state of each deleted row. */
+  final String sweepBatchReturning;
+
+  // ---- outbox -----------------------------------------------------------------------------------
+
+  /** Appends to the outbox. Parameters: queue, key, payload, now (enqueued), now (not before). */
+  final String enqueue;
+
+  /**
+   * PostgreSQL only: claims in one statement. Parameters: queue, now, now, max, claimed until.
+   * Returns id, dedup_key, payload, attempts (after the claim), enqueued_ms, last_error.
+   */
+  final String claim;
+
+  /**
+   * MariaDB and H2: selects and row-locks claimable entries, skipping locked ones. Parameters:
+   * queue, now, now, max.
+   */
+  final String selectClaimable;
+
+  /** Marks one entry claimed. Parameters: claimed until, id. */
+  final String markClaimed;
+
+  /** Parameters: queue, id. */
+  final String acknowledge;
+
+  /** Parameters: not before, last error, queue, id. */
+  final String reschedule;
+
+  /**
+   * PostgreSQL: moves an entry to the dead letters in one statement. Parameters: queue, id, dead
+   * at, reason. MariaDB and H2: see {@link #lockOutboxRow}, {@link #copyToDeadLetters}.
+   */
+  final String deadLetter;
+
+  /** Row-locks one outbox entry. Parameters: queue, id. */
+  final String lockOutboxRow;
+
+  /** Copies one outbox entry to the dead letters. Parameters: dead at, reason, queue, id. */
+  final String copyToDeadLetters;
+
+  /** Parameters: queue, id. */
+  final String deleteOutboxRow;
+
+  /** Parameters: queue, limit. */
+  final String deadLettersOf;
+
+  /** Parameters: queue. */
+  final String depth;
+
+  // ---- schema -----------------------------------------------------------------------------------
+
+  final String readSchemaVersion;
+  final String probeKeys;
+  final String probeOutbox;
+  final String probeDeadLetters;
+
+  Statements(JdbcDialect dialect, String prefix) {
+    if (prefix == null || !PREFIX.matcher(prefix).matches()) {
+      throw new IdemConfigException(
+          "table prefix '"
+              + prefix
+              + "' is not allowed: use 1 to 40 characters of lower-case letters, digits and '_',"
+              + " starting with a letter (e.g. idem_)");
+    }
+    this.prefix = prefix;
+    keys = prefix + "keys";
+    outbox = prefix + "outbox";
+    deadLetters = prefix + "dead_letters";
+    schemaVersion = prefix + "schema_version";
+
+    String entryColumns = "state, token, since_ms, deadline_ms, fingerprint, result";
+    String limit = dialect == JdbcDialect.H2 ? "FETCH FIRST ? ROWS ONLY" : "LIMIT ?";
+
+    reserve = dialect == JdbcDialect.POSTGRESQL ? postgresReserve(keys) : "";
+    insertAbsent =
+        switch (dialect) {
+          case POSTGRESQL ->
+              "INSERT INTO "
+                  + keys
+                  + " (scope, dedup_key, state, token, since_ms, deadline_ms, fingerprint)"
+                  + " VALUES (?, ?, 1, ?, ?, ?, ?) ON CONFLICT (scope, dedup_key) DO NOTHING";
+          case MARIADB ->
+              "INSERT IGNORE INTO "
+                  + keys
+                  + " (scope, dedup_key, state, token, since_ms, deadline_ms, fingerprint)"
+                  + " VALUES (?, ?, 1, ?, ?, ?, ?)";
+          case H2 ->
+              "MERGE INTO "
+                  + keys
+                  + " t USING (VALUES (CAST(? AS VARCHAR(129)), CAST(? AS BINARY(32)),"
+                  + " CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT),"
+                  + " CAST(? AS BINARY(32))))"
+                  + " AS s (scope, dedup_key, token, since_ms, deadline_ms, fingerprint)"
+                  + " ON t.scope = s.scope AND t.dedup_key = s.dedup_key"
+                  + " WHEN NOT MATCHED THEN INSERT"
+                  + " (scope, dedup_key, state, token, since_ms, deadline_ms, fingerprint)"
+                  + " VALUES (s.scope, s.dedup_key, 1, s.token, s.since_ms, s.deadline_ms,"
+                  + " s.fingerprint)";
+        };
+    select = "SELECT " + entryColumns + " FROM " + keys + " WHERE scope = ? AND dedup_key = ?";
+    selectForUpdate = select + " FOR UPDATE";
+    acquire =
+        "UPDATE "
+            + keys
+            + " SET state = 1, token = ?, since_ms = ?, deadline_ms = ?, fingerprint = ?,"
+            + " result = NULL WHERE scope = ? AND dedup_key = ?";
+    slide = "UPDATE " + keys + " SET deadline_ms = ? WHERE scope = ? AND dedup_key = ?";
+    // No SET expression reads a column, so MariaDB's left-to-right assignment order is harmless.
+    commit =
+        "UPDATE "
+            + keys
+            + " SET state = 2, since_ms = ?, deadline_ms = ?, result = ?"
+            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 1 AND deadline_ms > ?";
+    committedWith =
+        "SELECT 1 FROM "
+            + keys
+            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 2 AND deadline_ms > ?";
+    release =
+        "DELETE FROM "
+            + keys
+            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 1 AND deadline_ms > ?";
+    forget = "DELETE FROM " + keys + " WHERE scope = ? AND dedup_key = ?";
+    clearBatch =
+        switch (dialect) {
+          case POSTGRESQL ->
+              "DELETE FROM "
+                  + keys
+                  + " WHERE scope = ? AND ctid = ANY (ARRAY(SELECT ctid FROM "
+                  + keys
+                  + " WHERE scope = ? LIMIT ?))";
+          case MARIADB -> "DELETE FROM " + keys + " WHERE scope = ? LIMIT ?";
+          case H2 -> "DELETE FROM " + keys + " WHERE scope = ? FETCH FIRST ? ROWS ONLY";
+        };
+    // The WHERE clause of the DELETE itself re-checks the deadline, so a row that a reserve took
+    // over between the inner SELECT and the DELETE is never removed. PostgreSQL skips rows that
+    // are locked (being reserved or committed right now) instead of waiting for them.
+    sweepBatch =
+        switch (dialect) {
+          case POSTGRESQL ->
+              "DELETE FROM "
+                  + keys
+                  + " WHERE ctid = ANY (ARRAY(SELECT ctid FROM "
+                  + keys
+                  + " WHERE deadline_ms <= ? LIMIT ? FOR UPDATE SKIP LOCKED))"
+                  + " AND deadline_ms <= ?";
+          case MARIADB ->
+              "DELETE FROM " + keys + " WHERE deadline_ms <= ? ORDER BY deadline_ms LIMIT ?";
+          case H2 -> "DELETE FROM " + keys + " WHERE deadline_ms <= ? FETCH FIRST ? ROWS ONLY";
+        };
+    sweepBatchReturning =
+        switch (dialect) {
+          case POSTGRESQL, MARIADB -> sweepBatch + " RETURNING scope, dedup_key, state";
+          case H2 -> "SELECT scope, dedup_key, state FROM OLD TABLE (" + sweepBatch + ")";
+        };
+
+    enqueue =
+        "INSERT INTO "
+            + outbox
+            + " (queue, dedup_key, payload, attempts, enqueued_ms, not_before_ms,"
+            + " claimed_until_ms) VALUES (?, ?, ?, 0, ?, ?, 0)";
+    String claimable =
+        " WHERE queue = ? AND not_before_ms <= ? AND claimed_until_ms <= ? ORDER BY id ";
+    claim =
+        dialect == JdbcDialect.POSTGRESQL
+            ? "WITH c AS (SELECT id FROM "
+                + outbox
+                + claimable
+                + "LIMIT ? FOR UPDATE SKIP LOCKED)"
+                + " UPDATE "
+                + outbox
+                + " o SET attempts = o.attempts + 1, claimed_until_ms = ? FROM c WHERE o.id = c.id"
+                + " RETURNING o.id, o.dedup_key, o.payload, o.attempts, o.enqueued_ms,"
+                + " o.last_error"
+            : "";
+    selectClaimable =
+        "SELECT id, dedup_key, payload, attempts, enqueued_ms, last_error FROM "
+            + outbox
+            + claimable
+            + limit
+            + " FOR UPDATE SKIP LOCKED";
+    markClaimed =
+        "UPDATE " + outbox + " SET attempts = attempts + 1, claimed_until_ms = ? WHERE id = ?";
+    acknowledge = "DELETE FROM " + outbox + " WHERE queue = ? AND id = ?";
+    reschedule =
+        "UPDATE "
+            + outbox
+            + " SET not_before_ms = ?, claimed_until_ms = 0, last_error = ?"
+            + " WHERE queue = ? AND id = ?";
+    deadLetter =
+        dialect == JdbcDialect.POSTGRESQL
+            ? "WITH d AS (DELETE FROM "
+                + outbox
+                + " WHERE queue = ? AND id = ?"
+                + " RETURNING id, queue, dedup_key, payload, attempts, enqueued_ms)"
+                + " INSERT INTO "
+                + deadLetters
+                + " (id, queue, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason)"
+                + " SELECT id, queue, dedup_key, payload, attempts, enqueued_ms,"
+                + " CAST(? AS bigint), CAST(? AS text) FROM d"
+            : "";
+    lockOutboxRow = "SELECT id FROM " + outbox + " WHERE queue = ? AND id = ? FOR UPDATE";
+    copyToDeadLetters =
+        "INSERT INTO "
+            + deadLetters
+            + " (id, queue, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason)"
+            + " SELECT id, queue, dedup_key, payload, attempts, enqueued_ms, ?, ? FROM "
+            + outbox
+            + " WHERE queue = ? AND id = ?";
+    deleteOutboxRow = acknowledge;
+    deadLettersOf =
+        "SELECT id, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason FROM "
+            + deadLetters
+            + " WHERE queue = ? ORDER BY dead_ms, id "
+            + limit;
+    depth = "SELECT COUNT(*) FROM " + outbox + " WHERE queue = ?";
+
+    readSchemaVersion = "SELECT version FROM " + schemaVersion + " WHERE id = 1";
+    probeKeys = "SELECT scope, dedup_key, " + entryColumns + " FROM " + keys + " WHERE 1 = 0";
+    probeOutbox =
+        "SELECT id, queue, dedup_key, payload, attempts, enqueued_ms, not_before_ms,"
+            + " claimed_until_ms, last_error FROM "
+            + outbox
+            + " WHERE 1 = 0";
+    probeDeadLetters =
+        "SELECT id, queue, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason FROM "
+            + deadLetters
+            + " WHERE 1 = 0";
+  }
+
+  /**
+   * The PostgreSQL reserve, one statement that cannot race:
+   *
+   * <ol>
+   *   <li>{@code cur} reads the key's row {@code FOR UPDATE}: if it exists, this statement now
+   *       holds its lock and sees its latest committed version (READ COMMITTED re-reads a row that
+   *       changed after the snapshot), so the decision below is made on exactly that version.
+   *   <li>{@code ins} inserts an in-flight row only if {@code cur} found none, with {@code ON
+   *       CONFLICT DO NOTHING}: if another transaction inserted the key after this statement's
+   *       snapshot, nothing is written and the caller runs the statement again (a new snapshot then
+   *       sees that row).
+   *   <li>{@code acq} takes over a row whose lease or TTL ran out ({@code deadline_ms <= now}), the
+   *       ShedLock condition, under the lock {@code cur} holds.
+   *   <li>{@code slide} restarts a live committed key's sliding window unless the fingerprints
+   *       conflict or the deadline would not change.
+   * </ol>
+   *
+   * The answer is computed in Java by {@link dev.idem.spi.DedupStateMachine#reserve} from the row
+   * {@code cur} returned, and checked against what {@code ins}, {@code acq} and {@code slide}
+   * wrote, so the store answers exactly as the reference does.
+   */
+  private static String postgresReserve(String keys) {
+    return """
+        WITH p AS (
+          SELECT CAST(? AS varchar) AS scope, CAST(? AS bytea) AS k, CAST(? AS bigint) AS token,
+                 CAST(? AS bigint) AS now_ms, CAST(? AS bigint) AS lease_until,
+                 CAST(? AS bytea) AS fp, CAST(? AS bigint) AS refresh
+        ), cur AS (
+          SELECT t.state, t.token, t.since_ms, t.deadline_ms, t.fingerprint, t.result
+          FROM %1$s t, p WHERE t.scope = p.scope AND t.dedup_key = p.k
+          FOR UPDATE OF t
+        ), ins AS (
+          INSERT INTO %1$s (scope, dedup_key, state, token, since_ms, deadline_ms, fingerprint)
+          SELECT p.scope, p.k, 1, p.token, p.now_ms, p.lease_until, p.fp FROM p
+          WHERE NOT EXISTS (SELECT 1 FROM cur)
+          ON CONFLICT (scope, dedup_key) DO NOTHING
+          RETURNING 1
+        ), acq AS (
+          UPDATE %1$s t SET state = 1, token = p.token, since_ms = p.now_ms,
+                 deadline_ms = p.lease_until, fingerprint = p.fp, result = NULL
+          FROM cur c, p
+          WHERE t.scope = p.scope AND t.dedup_key = p.k AND c.deadline_ms <= p.now_ms
+          RETURNING 1
+        ), slide AS (
+          UPDATE %1$s t SET deadline_ms = p.refresh
+          FROM cur c, p
+          WHERE t.scope = p.scope AND t.dedup_key = p.k AND c.deadline_ms > p.now_ms
+            AND c.state = 2 AND p.refresh IS NOT NULL AND c.deadline_ms <> p.refresh
+            AND NOT (c.fingerprint IS NOT NULL AND p.fp IS NOT NULL AND c.fingerprint <> p.fp)
+          RETURNING 1
+        )
+        SELECT c.state, c.token, c.since_ms, c.deadline_ms, c.fingerprint, c.result,
+               (SELECT count(*) FROM ins) + (SELECT count(*) FROM acq) AS acquired,
+               (SELECT count(*) FROM slide) AS slid
+        FROM p LEFT JOIN cur c ON true
+        """
+        .formatted(keys);
+  }
+
+  /**
+   * MariaDB: one multi-row {@code INSERT IGNORE ... RETURNING} for a batch of reservations (the
+   * driver reports no per-row counts for batched inserts). Parameters per row as {@link
+   * #insertAbsent}.
+   */
+  String insertAbsentReturning(int rows) {
+    StringBuilder sb =
+        new StringBuilder(120 + rows * 24)
+            .append("INSERT IGNORE INTO ")
+            .append(keys)
+            .append(
+                " (scope, dedup_key, state, token, since_ms, deadline_ms, fingerprint) VALUES ");
+    for (int i = 0; i < rows; i++) {
+      sb.append(i == 0 ? "" : ", ").append("(?, ?, 1, ?, ?, ?, ?)");
+    }
+    return sb.append(" RETURNING scope, dedup_key, token").toString();
+  }
+
+  /** Returns the name of the dialect's DDL script, a resource next to this class. */
+  static String schemaResource(JdbcDialect dialect) {
+    return switch (dialect) {
+      case POSTGRESQL -> "schema-postgresql.sql";
+      case MARIADB -> "schema-mariadb.sql";
+      case H2 -> "schema-h2.sql";
+    };
+  }
+}
