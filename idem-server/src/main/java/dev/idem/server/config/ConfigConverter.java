@@ -192,7 +192,13 @@ final class ConfigConverter {
             at + ".url",
             "redis and jdbc",
             type);
-    ok &= onlyFor(s.prefix != null, type == StoreType.REDIS, at + ".prefix", "redis", type);
+    ok &=
+        onlyFor(
+            s.prefix != null,
+            type == StoreType.REDIS || type == StoreType.JDBC,
+            at + ".prefix",
+            "redis and jdbc",
+            type);
     ok &= onlyFor(s.username != null, type == StoreType.JDBC, at + ".username", "jdbc", type);
     ok &= onlyFor(s.password != null, type == StoreType.JDBC, at + ".password", "jdbc", type);
     ok &= onlyFor(s.maxKeys != null, type == StoreType.MEMORY, at + ".max_keys", "memory", type);
@@ -224,15 +230,29 @@ final class ConfigConverter {
         type == StoreType.MEMORY && s.maxKeys == null
             ? Long.valueOf(StoreSettings.DEFAULT_MAX_KEYS)
             : s.maxKeys;
-    String prefix =
-        type == StoreType.REDIS && s.prefix == null ? StoreSettings.DEFAULT_PREFIX : s.prefix;
+    String prefix = s.prefix;
+    if (prefix == null && type == StoreType.REDIS) {
+      prefix = StoreSettings.DEFAULT_PREFIX;
+    } else if (prefix == null && type == StoreType.JDBC) {
+      prefix = StoreSettings.DEFAULT_TABLE_PREFIX;
+    }
+    String finalPrefix = prefix;
     String field =
         s.url == null && (type == StoreType.REDIS || type == StoreType.JDBC) ? at : at + ".url";
     return orNull(
         () ->
             new StoreSettings(
-                type, finalPath, finalDurability, s.url, prefix, s.username, s.password, maxKeys),
-        s.maxKeys != null && s.maxKeys < 1 ? at + ".max_keys" : field);
+                type,
+                finalPath,
+                finalDurability,
+                s.url,
+                finalPrefix,
+                s.username,
+                s.password,
+                maxKeys),
+        s.maxKeys != null && s.maxKeys < 1
+            ? at + ".max_keys"
+            : s.prefix != null ? at + ".prefix" : field);
   }
 
   private boolean onlyFor(

@@ -13,7 +13,8 @@ import org.jspecify.annotations.Nullable;
  * @param path rocksdb: the directory; else null
  * @param durability rocksdb: when a write counts as done; else null
  * @param url redis: {@code redis://host:port}; jdbc: {@code jdbc:postgresql://...}; else null
- * @param prefix redis: the prefix of every Redis key; else null
+ * @param prefix redis: the prefix of every Redis key; jdbc: the prefix of the store's table names;
+ *     else null
  * @param username jdbc: the user, if not in the URL; else null
  * @param password jdbc: the password, if not in the URL; else null
  * @param maxKeys memory: the default bound on committed keys per pipeline; else null
@@ -36,6 +37,9 @@ public record StoreSettings(
 
   /** The default Redis key prefix. */
   public static final String DEFAULT_PREFIX = "idem:";
+
+  /** The default JDBC table name prefix. */
+  public static final String DEFAULT_TABLE_PREFIX = "idem_";
 
   /**
    * Validates that each field fits the type.
@@ -73,7 +77,15 @@ public record StoreSettings(
       throw new IdemConfigException("max_keys must be at least 1, got " + maxKeys);
     }
     if (prefix != null && prefix.isEmpty()) {
-      throw new IdemConfigException("prefix must not be empty; omit it for the default 'idem:'");
+      throw new IdemConfigException("prefix must not be empty; omit it for the default");
+    }
+    if (type == StoreType.JDBC
+        && prefix != null
+        && !prefix.matches("[A-Za-z_][A-Za-z0-9_]{0,30}")) {
+      throw new IdemConfigException(
+          "prefix: '"
+              + prefix
+              + "' is not a table name prefix; use letters, digits and _ (e.g. idem_orders_)");
     }
   }
 
