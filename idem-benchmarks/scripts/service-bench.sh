@@ -7,14 +7,15 @@
 #   idem-benchmarks/scripts/service-bench.sh            # defaults below; needs wrk (apt-get install wrk)
 #   DURATION=30s CONNECTIONS=64 ROUNDS=2 idem-benchmarks/scripts/service-bench.sh
 #
-# Idem's pipeline: key source.id, sliding 1h window, sync delivery to a file sink on /dev/null (so the
-# figure is the cost of ingress + JSON check + key + dedup + settle, not of a downstream).
+# Idem's pipeline: key source.id, sliding 1h window, sync delivery to a JSON-lines file in a temp
+# directory (no network hop downstream: the figure is ingress + JSON check + key + dedup + delivery
+# to a local file + settle). The first WARMUP seconds after each start are not measured (JIT).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 DURATION="${DURATION:-20s}"
-WARMUP="${WARMUP:-8s}"
+WARMUP="${WARMUP:-15s}"
 THREADS="${THREADS:-2}"
 CONNECTIONS="${CONNECTIONS:-32}"
 ROUNDS="${ROUNDS:-2}"
@@ -38,7 +39,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-config() { # $1 = store block
+config() { # $1 = store block, $2 = name of the delivered-events file
   cat <<YAML
 server: { host: 127.0.0.1, port: $PORT_IDEM }
 store: $1
@@ -46,10 +47,10 @@ pipelines:
   - id: bench
     source: { webhook: { path: /hooks/bench } }
     dedup: { key: source.id, window: 1h }
-    deliver: { mode: sync, file: { path: /dev/null } }
+    deliver: { mode: sync, file: { path: $work/delivered-$2.jsonl } }
 YAML
 }
-config "{ type: memory, max_keys: 1000000 }" > "$work/memory.yaml"
+config "{ type: memory, max_keys: 1000000 }" memory > "$work/memory.yaml"
 
 wait_up() { # $1 = url
   for _ in $(seq 1 100); do
@@ -66,9 +67,10 @@ start() { # $1 = target
         dev.idem.benchmarks.ServiceBareEndpoint "$PORT_BARE" 2>"$work/bare.log" &
       pid=$!; url="http://127.0.0.1:$PORT_BARE/hooks/bench"; wait_up "$url" ;;
     memory|rocksdb)
+      rm -f "$work/delivered-$1.jsonl"
       if [ "$1" = rocksdb ]; then
         rm -rf "$work/data"
-        config "{ type: rocksdb, path: $work/data, durability: group-commit }" > "$work/rocksdb.yaml"
+        config "{ type: rocksdb, path: $work/data, durability: group-commit }" rocksdb > "$work/rocksdb.yaml"
       fi
       JAVA_OPTS="$JVM_OPTS" IDEM_LOG_LEVEL=warn "$root/bin/idem" serve --config "$work/$1.yaml" \
         >/dev/null 2>"$work/$1.log" &
@@ -82,8 +84,10 @@ stop() {
   pid=""
 }
 
-run_wrk() { # $1 = url, $2 = prefix, $3 = duration, $4 = delay ms
-  wrk -t"$THREADS" -c"$CONNECTIONS" -d"$3" --timeout 5s -s "$lua" "$1" -- "$2" "$4" | grep '^RESULT'
+run_wrk() { # $1 = url, $2 = prefix, $3 = duration, $4 = delay ms (CONNECTIONS may be overridden)
+  local c="${CONNECTIONS}"
+  [ "$c" -lt "$THREADS" ] && c="$THREADS"
+  wrk -t"$THREADS" -c"$c" -d"$3" --timeout 5s -s "$lua" "$1" -- "$2" "$4" | grep '^RESULT'
 }
 
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
@@ -92,7 +96,7 @@ echo "# service benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "# java: $("$java" -version 2>&1 | head -1); wrk -t$THREADS -c$CONNECTIONS -d$DURATION; JVM_OPTS=$JVM_OPTS"
 echo "# cores: $(nproc)"
 printf '%-5s %-8s %10s %8s %8s %7s | %9s %8s %8s %7s | %s\n' \
-  round target max_rps p50_ms p99_ms non2xx half_rps p50_ms p99_ms non2xx loadavg
+  round target max_rps p50_ms p99_ms non2xx half_rps p50_ms p99_ms non2xx loadavg_before
 for round in $(seq 1 "$ROUNDS"); do
   for target in bare memory rocksdb; do
     load="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -100,9 +104,11 @@ for round in $(seq 1 "$ROUNDS"); do
     run_wrk "$url" "warm$round$target" "$WARMUP" 0 >/dev/null
     max="$(run_wrk "$url" "max$round$target" "$DURATION" 0)"
     rps="$(field rps "$max")"
-    # Half the maximum rate: each connection waits CONNECTIONS*1000/(rps/2) ms between requests.
-    pace="$(awk -v c="$CONNECTIONS" -v r="$rps" 'BEGIN { printf "%d", (r > 0 ? c * 1000 / (r / 2) : 0) }')"
-    half="$(run_wrk "$url" "half$round$target" "$DURATION" "$pace")"
+    # Half the maximum rate, paced: HALF_CONNECTIONS connections each send one request every
+    # 8 ms (wrk's delay() has whole-millisecond resolution, so the period must be several ms).
+    half_c="$(awk -v r="$rps" 'BEGIN { c = int(r / 2 * 8 / 1000 + 0.5); printf "%d", (c < 1 ? 1 : c) }')"
+    pace="$(awk -v p="$(field p50_us "$max")" 'BEGIN { d = 8 - p / 1000; printf "%d", (d < 1 ? 1 : d + 0.5) }')"
+    half="$(CONNECTIONS="$half_c" run_wrk "$url" "half$round$target" "$DURATION" "$pace")"
     stop
     printf '%-5s %-8s %10s %8.2f %8.2f %7s | %9s %8.2f %8.2f %7s | %s\n' "$round" "$target" \
       "$rps" "$(bc -l <<<"$(field p50_us "$max")/1000")" "$(bc -l <<<"$(field p99_us "$max")/1000")" \
