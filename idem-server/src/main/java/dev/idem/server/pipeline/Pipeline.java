@@ -66,6 +66,9 @@ public final class Pipeline {
   private static final Logger LOG = LoggerFactory.getLogger(Pipeline.class);
   private static final Map<String, String> JSON_HEADERS = Map.of("Content-Type", Answer.JSON);
 
+  /** The longest {@code Retry-After} of an in-flight answer, in seconds. */
+  static final long IN_FLIGHT_RETRY_AFTER_MAX = 10;
+
   /** Seconds a sender is told to wait when the store is unavailable. */
   static final String STORE_RETRY_AFTER = "5";
 
@@ -259,8 +262,10 @@ public final class Pipeline {
       return Answer.DUPLICATE;
     }
     if (decision instanceof Decision.InFlight f) {
+      // The holder usually finishes in milliseconds; its lease only bounds a crashed holder. So a
+      // sender is told to come back soon (then it gets the duplicate answer), at most in 10 s.
       long waitMs = Math.max(1_000, f.leaseUntilMillis() - time.wallMillis());
-      String seconds = Long.toString(Math.min(3_600, (waitMs + 999) / 1_000));
+      String seconds = Long.toString(Math.min(IN_FLIGHT_RETRY_AFTER_MAX, (waitMs + 999) / 1_000));
       return Answer.error(
           409,
           "in_flight",
