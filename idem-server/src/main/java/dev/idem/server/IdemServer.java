@@ -115,10 +115,11 @@ public final class IdemServer implements AutoCloseable {
           e);
     }
     LOG.info(
-        "idem listening on http://{}:{} ({} pipelines; request threads: {}; admin API {})",
+        "idem listening on http://{}:{} ({} {}; request threads: {}; admin API {})",
         settings.host(),
         server.port(),
         runtime.pipelines().size(),
+        runtime.pipelines().size() == 1 ? "pipeline" : "pipelines",
         server.virtualThreads ? "virtual" : "platform, at most " + settings.maxThreads(),
         settings.adminToken() == null ? "off" : "on");
     return server;

@@ -11,6 +11,9 @@ import org.jspecify.annotations.Nullable;
  * {@link ConfigConverter} turns them into {@link IdemConfig}. Not for use outside config loading.
  */
 public final class IdemProperties {
+  /** Creates an empty binding target (Jackson fills it). */
+  public IdemProperties() {}
+
   /** {@code server}. */
   public @Nullable ServerProperties server;
 
@@ -22,6 +25,9 @@ public final class IdemProperties {
 
   /** {@code server}: the HTTP listener and the admin API. */
   public static final class ServerProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public ServerProperties() {}
+
     /** {@code host}. */
     public @Nullable String host;
 
@@ -43,6 +49,9 @@ public final class IdemProperties {
 
   /** {@code store} and {@code dedup.store}: where keys (and the outbox) are kept. */
   public static final class StoreProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public StoreProperties() {}
+
     /** {@code type}. */
     public @Nullable String type;
 
@@ -70,6 +79,9 @@ public final class IdemProperties {
 
   /** One entry of {@code pipelines}. */
   public static final class PipelineProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public PipelineProperties() {}
+
     /** {@code id}. */
     public @Nullable String id;
 
@@ -91,12 +103,18 @@ public final class IdemProperties {
 
   /** {@code source}: where events come from. */
   public static final class SourceProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public SourceProperties() {}
+
     /** {@code webhook}. */
     public @Nullable WebhookProperties webhook;
   }
 
   /** {@code source.webhook}. */
   public static final class WebhookProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public WebhookProperties() {}
+
     /** {@code path}. */
     public @Nullable String path;
 
@@ -112,6 +130,9 @@ public final class IdemProperties {
 
   /** {@code source.webhook.signature}. */
   public static final class SignatureProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public SignatureProperties() {}
+
     /** {@code scheme}. */
     public @Nullable String scheme;
 
@@ -124,6 +145,9 @@ public final class IdemProperties {
 
   /** {@code dedup}. */
   public static final class DedupProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public DedupProperties() {}
+
     /** {@code key}: a string or a list of strings. */
     public @Nullable JsonNode key;
 
@@ -148,6 +172,9 @@ public final class IdemProperties {
 
   /** {@code ordering}. */
   public static final class OrderingProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public OrderingProperties() {}
+
     /** {@code key}: a string or a list of strings. */
     public @Nullable JsonNode key;
 
@@ -160,12 +187,18 @@ public final class IdemProperties {
 
   /** {@code transform}. */
   public static final class TransformProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public TransformProperties() {}
+
     /** {@code jq}. */
     public @Nullable String jq;
   }
 
   /** {@code deliver}. */
   public static final class DeliverProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public DeliverProperties() {}
+
     /** {@code mode}. */
     public @Nullable String mode;
 
@@ -193,6 +226,9 @@ public final class IdemProperties {
 
   /** {@code deliver.http}. */
   public static final class HttpProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public HttpProperties() {}
+
     /** {@code url}. */
     public @Nullable String url;
 
@@ -208,15 +244,24 @@ public final class IdemProperties {
 
   /** {@code deliver.file}. */
   public static final class FileProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public FileProperties() {}
+
     /** {@code path}. */
     public @Nullable String path;
   }
 
   /** {@code deliver.stdout}: no fields. */
-  public static final class StdoutProperties {}
+  public static final class StdoutProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public StdoutProperties() {}
+  }
 
   /** {@code deliver.jdbc}. */
   public static final class JdbcProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public JdbcProperties() {}
+
     /** {@code url}. */
     public @Nullable String url;
 
