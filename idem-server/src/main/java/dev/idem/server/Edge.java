@@ -15,8 +15,8 @@ import dev.idem.spi.OutboxStore;
 
 /**
  * The parts of a pipeline at the service's edges, made from settings: signature verifiers,
- * transforms, sinks, inline and background deliverers, and the outbox payload format. {@code
- * ServiceAssembly} builds pipelines through it; the default is {@code DefaultEdge}, and tests
+ * transforms, sinks, inline and background deliverers, and the outbox payload format. {@link
+ * ServiceAssembly} builds pipelines through it; the default is {@link DefaultEdge}, and tests
  * substitute sinks that fail on demand.
  */
 public interface Edge {

@@ -16,6 +16,7 @@ import dev.idem.server.config.IdemProperties.WebhookProperties;
 import dev.idem.server.deliver.RetryPolicy;
 import dev.idem.server.signature.SignatureScheme;
 import dev.idem.server.signature.SignatureSettings;
+import dev.idem.server.transform.Transforms;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.file.InvalidPathException;
@@ -301,7 +302,7 @@ final class ConfigConverter {
         problem(
             at + ".transform.jq",
             "is required in transform; write a jq program (e.g. '{id: .id}')");
-      } else {
+      } else if (orNull(() -> Transforms.jq(p.transform.jq), at + ".transform.jq") != null) {
         jq = p.transform.jq;
       }
     }

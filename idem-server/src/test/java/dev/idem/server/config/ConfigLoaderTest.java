@@ -405,4 +405,27 @@ class ConfigLoaderTest {
               assertThat(pr.message()).contains("X Bad");
             });
   }
+
+  @Test
+  void aJqProgramThatDoesNotCompileIsReportedAtItsField() {
+    ConfigException e =
+        failure(
+            """
+            store: { type: memory }
+            pipelines:
+              - id: p
+                source: { webhook: { path: /in } }
+                transform:
+                  jq: '{id: .id'
+                deliver: { stdout: {} }
+            """);
+
+    assertThat(e.problems())
+        .singleElement()
+        .satisfies(
+            pr -> {
+              assertThat(pr.path()).isEqualTo("pipelines[0].transform.jq");
+              assertThat(pr.location().line()).isEqualTo(6);
+            });
+  }
 }

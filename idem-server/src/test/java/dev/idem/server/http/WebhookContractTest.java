@@ -18,7 +18,7 @@ import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.pipeline.Pipeline;
 import dev.idem.server.support.Http;
 import dev.idem.server.support.RecordingSink;
-import dev.idem.server.support.ReferenceStore;
+import dev.idem.server.support.SwitchableStore;
 import dev.idem.server.support.TestParts;
 import dev.idem.spi.KeyState;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -43,7 +43,7 @@ class WebhookContractTest {
   static final String ACCEPTED = "{\"accepted\":true,\"duplicate\":false}";
   static final String DUPLICATE = "{\"accepted\":true,\"duplicate\":true}";
 
-  static final ReferenceStore store = new ReferenceStore();
+  static final SwitchableStore store = new SwitchableStore();
   static final RecordingSink sink = new RecordingSink();
   static final RecordingSink replaySink = new RecordingSink();
   static final RecordingSink signedSink = new RecordingSink();
@@ -327,7 +327,7 @@ class WebhookContractTest {
 
     assertThat(health.statusCode()).isEqualTo(200);
     assertThat(health.body())
-        .isEqualTo("{\"status\":\"up\",\"stores\":[{\"store\":\"reference\",\"status\":\"up\"}]}");
+        .isEqualTo("{\"status\":\"up\",\"stores\":[{\"store\":\"switchable\",\"status\":\"up\"}]}");
     assertThat(metrics.statusCode()).isEqualTo(200);
     assertThat(metrics.body())
         .contains("idem_decisions_total{decision=\"pass\",pipeline=\"p\"}")

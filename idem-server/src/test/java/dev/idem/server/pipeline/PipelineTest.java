@@ -10,7 +10,7 @@ import dev.idem.server.config.ConfigLoader;
 import dev.idem.server.config.PipelineSettings;
 import dev.idem.server.deliver.Delivery;
 import dev.idem.server.support.RecordingSink;
-import dev.idem.server.support.ReferenceStore;
+import dev.idem.server.support.SwitchableStore;
 import dev.idem.server.support.TestParts;
 import dev.idem.server.transform.TransformException;
 import dev.idem.spi.KeyState;
@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 
 /** The pipeline's steps and settlements, without HTTP. */
 class PipelineTest {
-  final ReferenceStore store = new ReferenceStore();
+  final SwitchableStore store = new SwitchableStore();
   final RecordingSink sink = new RecordingSink();
   final ManualTimeSource time = new ManualTimeSource();
 

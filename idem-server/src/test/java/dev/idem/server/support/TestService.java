@@ -21,7 +21,7 @@ import org.jspecify.annotations.Nullable;
 
 /** A service on a random port, its pipelines from YAML, wired with test parts. */
 public final class TestService implements AutoCloseable {
-  public final ReferenceStore store = new ReferenceStore();
+  public final SwitchableStore store = new SwitchableStore();
   public final Map<String, RecordingSink> sinks = new LinkedHashMap<>();
   public final IdemServer server;
   public final Http http;
