@@ -134,6 +134,8 @@ class AsyncDeliveryTest {
       assertThat(http.post("/hooks/orders", "{\"id\":\"dead-1\",\"total\":3}").statusCode())
           .isEqualTo(200);
       assertThat(deliveries("dead-1")).isZero();
+      assertThat(http.get("/metrics").body())
+          .contains("idem_deliveries_total{outcome=\"dead_lettered\",pipeline=\"orders\"} 1.0");
     }
   }
 
