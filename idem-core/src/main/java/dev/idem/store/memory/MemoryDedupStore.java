@@ -5,7 +5,6 @@ import dev.idem.DedupListener;
 import dev.idem.IdemConfigException;
 import dev.idem.Scope;
 import dev.idem.StoreException;
-import dev.idem.StoreUnavailableException;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
 import dev.idem.spi.DedupStateMachine;
@@ -89,12 +88,12 @@ import org.jspecify.annotations.Nullable;
  *
  * Keys are held as their four digest words in primitive arrays, never as objects: 68 bytes per
  * entry plus 4 to 8 bytes of hash table, in pages of 2,048 entries (a small scope starts at 16), so
- * a scope of one million committed keys retains about 73 bytes per key. Fingerprints and results
- * are kept only for the entries that have them. Entries stay dense, so removing keys (release,
- * forget, eviction, sweeps) gives pages and table space back as a scope shrinks; {@link #clear} and
- * {@link #close} drop a scope's memory entirely. Dead entries hold their slot until they are
- * reused, swept ({@link #sweepExpired}) or evicted: call {@code sweepExpired} periodically when
- * scopes may shrink by expiry alone.
+ * a scope of one million committed keys retains about 74 bytes per key (Camel's repository about
+ * 200). Fingerprints and results are kept only for the entries that have them. Entries stay dense,
+ * so removing keys (release, forget, eviction, sweeps) gives pages and table space back as a scope
+ * shrinks; {@link #clear} and {@link #close} drop a scope's memory entirely. Dead entries hold
+ * their slot until they are reused, swept ({@link #sweepExpired}) or evicted: call {@code
+ * sweepExpired} periodically when scopes may shrink by expiry alone.
  *
  * <h2>Outbox</h2>
  *
@@ -170,7 +169,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * as described on the class.
    *
    * @throws StoreException if the scope is full of live in-flight reservations
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public ReserveResult reserve(ReserveRequest request) {
@@ -209,7 +208,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    *
    * <p>The result bytes are copied before they are stored.
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public SettleResult commit(CommitRequest request) {
@@ -219,7 +218,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   /**
    * {@inheritDoc}
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public SettleResult release(ReleaseRequest request) {
@@ -244,7 +243,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   /**
    * {@inheritDoc}
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public KeyState inspect(Scope scope, DedupKey key, long nowMillis) {
@@ -272,7 +271,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * <p>An entry that has expired but was not yet swept counts as an entry (this method has no clock
    * to judge it by).
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public boolean forget(Scope scope, DedupKey key) {
@@ -300,7 +299,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * <p>Drops the scope's memory entirely; other scopes are not touched. Counts entries that expired
    * but were not yet swept.
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public long clear(Scope scope) {
@@ -323,7 +322,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    *
    * @throws StoreException if a scope is full of live in-flight reservations (the requests before
    *     it were applied)
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public List<ReserveResult> reserveAll(List<ReserveRequest> requests) {
@@ -375,7 +374,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * <p>Consecutive requests of the same scope are applied under one acquisition of the scope's
    * monitor (up to 64 at a time); each request is still its own atomic step.
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public List<SettleResult> commitAll(List<CommitRequest> requests) {
@@ -418,7 +417,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * <p>Consecutive requests of the same scope are applied under one acquisition of the scope's
    * monitor (up to 64 at a time); each request is still its own atomic step.
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public List<SettleResult> releaseAll(List<ReleaseRequest> requests) {
@@ -460,7 +459,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * Scopes are swept one at a time, large ones in chunks, so the sweep never holds a scope's
    * monitor for long; entries that die while it runs may be left for the next sweep.
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public long sweepExpired(long nowMillis) {
@@ -498,7 +497,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   /**
    * {@inheritDoc}
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public void checkHealth() {
@@ -527,9 +526,9 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   }
 
   /**
-   * Drops every key, outbox entry and dead letter. Idempotent; every later call except {@code
-   * close}, {@link #capabilities()}, {@link #describe()} and {@link #config()} throws {@link
-   * StoreUnavailableException}.
+   * Drops every key, outbox entry and dead letter. Idempotent; every later operation (all but
+   * {@code close}, {@link #capabilities()}, {@link #describe()} and {@link #config()}) throws
+   * {@link IllegalStateException}.
    */
   @Override
   public void close() {
@@ -554,7 +553,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    *
    * @param scope the scope
    * @return the number of entries
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   public int size(Scope scope) {
     Segment seg = existingSegment(scope);
@@ -597,7 +596,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * changes the key from in flight to committed: a repeated commit with the token that committed
    * answers {@link SettleResult#APPLIED} and appends nothing.
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public SettleResult commitAndEnqueue(CommitRequest commit, OutboxMessage message) {
@@ -609,7 +608,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * {@inheritDoc}
    *
    * @throws IllegalArgumentException if {@code max} or {@code claimMillis} is negative
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public List<OutboxRecord> claim(String queue, int max, long nowMillis, long claimMillis) {
@@ -624,7 +623,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   /**
    * {@inheritDoc}
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public boolean acknowledge(String queue, long id) {
@@ -637,7 +636,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    *
    * <p>Does nothing if the entry is not in the queue (acknowledged or dead lettered meanwhile).
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public void reschedule(String queue, long id, long notBeforeMillis, String error) {
@@ -653,7 +652,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * <p>Does nothing if the entry is not in the queue. The queue keeps at most {@link
    * MemoryStoreConfig#deadLettersPerQueue()} dead letters, dropping the oldest.
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public void deadLetter(String queue, long id, String reason, long nowMillis) {
@@ -666,7 +665,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   /**
    * {@inheritDoc}
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public List<DeadLetter> deadLetters(String queue, int limit) {
@@ -677,7 +676,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   /**
    * {@inheritDoc}
    *
-   * @throws StoreUnavailableException if the store is closed
+   * @throws IllegalStateException if the store is closed
    */
   @Override
   public long depth(String queue) {
@@ -721,10 +720,12 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   }
 
   /**
-   * Returns the scope's segment, from a one-entry cache when the caller passes the same {@link
-   * Scope} instance as the last call (a {@link dev.idem.Deduplicator} always does). The cache is a
+   * Returns the scope's segment, from a one-entry cache when the caller passes the cached {@link
+   * Scope} instance (a {@link dev.idem.Deduplicator} always passes the same one). The cache is a
    * plain field: a racy read is harmless, because the segment's scope is final and everything else
-   * is read under its monitor, and a retired segment sends the caller to {@link #segmentAgain}.
+   * is read under its monitor, and a retired segment sends the caller to {@link #segmentAgain}. It
+   * keeps the first scope used until that scope is cleared, so that threads working on different
+   * scopes never write it in turn (which would bounce its cache line between cores).
    */
   private Segment segment(Scope scope) {
     checkOpen();
@@ -741,7 +742,10 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     if (seg == null) {
       seg = segments.computeIfAbsent(scope, this::newSegment);
     }
-    last = seg;
+    Segment cached = last;
+    if (cached == null || cached.retired) { // a racy read of retired only decides what to cache
+      last = seg;
+    }
     return seg;
   }
 
@@ -770,8 +774,8 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
 
   private void checkOpen() {
     if (closed) {
-      throw new StoreUnavailableException(
-          describe(), false, "the memory store is closed; build a new one to keep deduplicating");
+      throw new IllegalStateException(
+          "the memory store is closed; build a new one to keep deduplicating");
     }
   }
 

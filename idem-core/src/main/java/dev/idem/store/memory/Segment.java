@@ -73,6 +73,9 @@ final class Segment {
    */
   private static final int MIN_BUCKETS = 12;
 
+  /** The largest bucket table (load factor 1 at {@link #MAX_KEYS}). */
+  private static final int MAX_BUCKETS = (1 << 30) - 4;
+
   /** The largest {@code maxKeys} a segment supports (slot numbers must fit in 31 bits). */
   static final int MAX_KEYS = 1 << 30;
 
@@ -171,7 +174,7 @@ final class Segment {
       int bucket = bucketOf(h, table.length);
       intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + CHAIN] = table[bucket];
       table[bucket] = s;
-      if (count > table.length) {
+      if (count > table.length && table.length < MAX_BUCKETS) {
         rehash(((table.length + 4) << 1) - 4);
       }
     }

@@ -15,7 +15,6 @@ import dev.idem.ManualTimeSource;
 import dev.idem.RunResult;
 import dev.idem.Scope;
 import dev.idem.Settlement;
-import dev.idem.StoreUnavailableException;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.ReleaseRequest;
@@ -452,7 +451,7 @@ class MemoryDedupStoreTest {
     }
 
     @Test
-    void afterCloseEveryCallFailsAsUnavailableAndMemoryIsDropped() {
+    void afterCloseEveryOperationFailsAndMemoryIsDropped() {
       DedupKey k = key("a");
       reserve(k, 1);
 
@@ -460,13 +459,13 @@ class MemoryDedupStoreTest {
       store.close();
 
       assertThatThrownBy(() -> reserve(k, 2))
-          .isInstanceOf(StoreUnavailableException.class)
+          .isInstanceOf(IllegalStateException.class)
           .hasMessageContaining("closed");
       assertThatThrownBy(() -> store.inspect(SCOPE, k, now()))
-          .isInstanceOf(StoreUnavailableException.class);
-      assertThatThrownBy(() -> store.clear(SCOPE)).isInstanceOf(StoreUnavailableException.class);
-      assertThatThrownBy(() -> store.depth("q")).isInstanceOf(StoreUnavailableException.class);
-      assertThatThrownBy(store::checkHealth).isInstanceOf(StoreUnavailableException.class);
+          .isInstanceOf(IllegalStateException.class);
+      assertThatThrownBy(() -> store.clear(SCOPE)).isInstanceOf(IllegalStateException.class);
+      assertThatThrownBy(() -> store.depth("q")).isInstanceOf(IllegalStateException.class);
+      assertThatThrownBy(store::checkHealth).isInstanceOf(IllegalStateException.class);
       assertThat(store.footprint(SCOPE)).containsExactly(0, 0);
     }
 
