@@ -65,9 +65,9 @@ import org.rocksdb.RocksIterator;
  * configured {@link DedupListener#onExpired}.
  *
  * <p>One process owns a directory at a time (RocksDB's {@code LOCK} file): opening a directory that
- * is open elsewhere fails with a {@link StoreException}. After {@link #close()} every method throws
- * {@link StoreException}. RocksDB I/O errors and a busy database surface as {@link
- * StoreUnavailableException}; corrupt or foreign data as {@link StoreException}.
+ * is open elsewhere fails with a {@link StoreException}. After {@link #close()} every operation
+ * throws {@link IllegalStateException}, as the SPI says. RocksDB I/O errors and a busy database
+ * surface as {@link StoreUnavailableException}; corrupt or foreign data as {@link StoreException}.
  *
  * <p>The on-disk layout, the value formats and their versions are described in {@code
  * docs/stores/rocksdb.md}.
@@ -467,8 +467,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
 
   /**
    * Stops the sweeper, waits for running operations, flushes the memtables (so the next open need
-   * not replay the WAL) and closes RocksDB, releasing the directory's lock. Idempotent. Afterwards
-   * every method throws {@link StoreException}.
+   * not replay the WAL) and closes RocksDB, releasing the directory's lock. Closing again does
+   * nothing. Afterwards every operation throws {@link IllegalStateException}.
    *
    * @throws StoreException if RocksDB reported an error while closing (the directory is released
    *     anyway; the data is in the WAL)
@@ -1089,7 +1089,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     active.increment();
     if (closed) {
       active.decrement();
-      throw new StoreException(description + " is closed; open a new store on the directory");
+      throw new IllegalStateException(
+          description + " is closed; open a new store on the directory to use it again");
     }
   }
 

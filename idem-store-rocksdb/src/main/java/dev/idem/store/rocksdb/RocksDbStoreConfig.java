@@ -33,9 +33,9 @@ public record RocksDbStoreConfig(
 
   /**
    * The default group-commit delay bound: zero. A leader syncs at once; writers that arrive during
-   * its sync form the next group. Measured on a busy 2-core machine, waiting for writers that are
-   * about to join lost throughput (they could not get a core in time); on machines with idle cores
-   * a delay of some 100 µs can form larger groups.
+   * its sync form the next group. On a busy 2-core machine, waiting for writers that are about to
+   * join did not reliably help (they often could not get a core in time); on machines with idle
+   * cores a delay of some 100 µs can form larger groups.
    */
   public static final Duration DEFAULT_GROUP_COMMIT_MAX_DELAY = Duration.ZERO;
 

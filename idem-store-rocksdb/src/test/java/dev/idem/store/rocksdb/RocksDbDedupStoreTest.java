@@ -465,11 +465,14 @@ class RocksDbDedupStoreTest {
     // when / then
     store.close();
     assertThatThrownBy(() -> store.reserve(reserve(ORDERS, key("k"), token(), 1)))
-        .isInstanceOf(StoreException.class)
+        .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("closed");
-    assertThatThrownBy(() -> store.inspect(ORDERS, key("k"), 1)).isInstanceOf(StoreException.class);
-    assertThatThrownBy(() -> store.depth("q")).isInstanceOf(StoreException.class);
-    assertThatThrownBy(store::checkHealth).isInstanceOf(StoreException.class);
+    assertThatThrownBy(() -> store.inspect(ORDERS, key("k"), 1))
+        .isInstanceOf(IllegalStateException.class);
+    assertThatThrownBy(() -> store.depth("q")).isInstanceOf(IllegalStateException.class);
+    assertThatThrownBy(() -> store.claim("q", 1, 1, 1)).isInstanceOf(IllegalStateException.class);
+    assertThatThrownBy(store::checkHealth).isInstanceOf(IllegalStateException.class);
+    assertThatThrownBy(store::compact).isInstanceOf(IllegalStateException.class);
   }
 
   @Test

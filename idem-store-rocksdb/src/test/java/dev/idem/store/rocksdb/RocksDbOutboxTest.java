@@ -295,6 +295,25 @@ class RocksDbOutboxTest {
   }
 
   @Test
+  void rescheduleAndDeadLetterOfAGoneEntryDoNothing() {
+    // given: an entry acknowledged by another deliverer whose claim overlapped
+    open();
+    long now = clock.wallMillis();
+    accept("o-1", now);
+    OutboxRecord r = store.claim(QUEUE, 1, now, 10_000).get(0);
+    store.acknowledge(QUEUE, r.id());
+
+    // when
+    store.reschedule(QUEUE, r.id(), now, "late failure report");
+    store.deadLetter(QUEUE, r.id(), "late give-up", now);
+
+    // then
+    assertThat(store.depth(QUEUE)).isZero();
+    assertThat(store.deadLetters(QUEUE, 10)).isEmpty();
+    assertThat(store.claim(QUEUE, 10, now + 60_000, 10_000)).isEmpty();
+  }
+
+  @Test
   void claimArgumentsAreChecked() {
     open();
 
