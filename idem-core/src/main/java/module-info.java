@@ -5,7 +5,6 @@ module dev.idem.core {
 
   exports dev.idem;
   exports dev.idem.spi;
-  // Each package below is exported by the change that adds its first class:
   exports dev.idem.key;
   exports dev.idem.ordering;
   exports dev.idem.store.memory;

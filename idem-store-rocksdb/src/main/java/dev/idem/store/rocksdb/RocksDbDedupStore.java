@@ -1,0 +1,1256 @@
+package dev.idem.store.rocksdb;
+
+import dev.idem.DedupKey;
+import dev.idem.DedupListener;
+import dev.idem.IdemConfigException;
+import dev.idem.Scope;
+import dev.idem.StoreException;
+import dev.idem.StoreUnavailableException;
+import dev.idem.TimeSource;
+import dev.idem.spi.CommitRequest;
+import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DedupStateMachine;
+import dev.idem.spi.DedupStateMachine.Transition;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.KeyState;
+import dev.idem.spi.OutboxMessage;
+import dev.idem.spi.OutboxRecord;
+import dev.idem.spi.OutboxStore;
+import dev.idem.spi.ReleaseRequest;
+import dev.idem.spi.ReserveRequest;
+import dev.idem.spi.ReserveResult;
+import dev.idem.spi.SettleResult;
+import dev.idem.spi.StoreCapabilities;
+import dev.idem.spi.StoredEntry;
+import dev.idem.store.rocksdb.EntryCodec.MalformedValueException;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BiFunction;
+import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+
+/**
+ * A durable {@link DedupStore} and {@link OutboxStore} in an embedded RocksDB database: the
+ * service's default store. State survives restarts; under {@link Durability#GROUP_COMMIT} (the
+ * default) and {@link Durability#FSYNC}, a key whose {@code commit} returned is never lost, on a
+ * process crash or a power failure.
+ *
+ * <p>Every operation applies {@link DedupStateMachine} under a lock on the key's stripe: it reads
+ * the entry, computes the transition and writes one RocksDB write batch that changes the entry and
+ * its expiry-index entry together (and, for {@link #commitAndEnqueue}, appends the outbox entry).
+ * The lock is held until the batch is durable, so under the syncing modes no caller ever sees a
+ * key's state that a crash could take back. Operations on one key are linearizable; operations on
+ * different keys run in parallel and share syncs.
+ *
+ * <p>Expired entries read as absent at once; a background sweeper (one daemon thread) removes them
+ * from disk, judging expiry by the configured {@link TimeSource}, and reports each removal to the
+ * configured {@link DedupListener#onExpired}.
+ *
+ * <p>One process owns a directory at a time (RocksDB's {@code LOCK} file): opening a directory that
+ * is open elsewhere fails with a {@link StoreException}. After {@link #close()} every operation
+ * throws {@link IllegalStateException}, as the SPI says. RocksDB I/O errors and a busy database
+ * surface as {@link StoreUnavailableException}; corrupt or foreign data as {@link StoreException}.
+ *
+ * <p>The on-disk layout, the value formats and their versions are described in {@code
+ * docs/stores/rocksdb.md}.
+ */
+public final class RocksDbDedupStore implements DedupStore, OutboxStore {
+  private static final System.Logger LOG = System.getLogger(RocksDbDedupStore.class.getName());
+
+  private static final StoreCapabilities CAPABILITIES =
+      new StoreCapabilities(false, true, false, true);
+  private static final int STRIPES = 4096;
+  private static final int QUEUE_STRIPES = 64;
+  private static final long OUTBOX_ID_BLOCK = 1L << 20;
+  private static final byte[] EMPTY = new byte[0];
+  private static final int CLEAR_BATCH = 1_024;
+
+  private final RocksDbStoreConfig config;
+  private final String description;
+  private final TimeSource time;
+  private final DedupListener listener;
+  private final Handles handles;
+  private final RocksDB db;
+  private final ColumnFamilyHandle meta;
+  private final ColumnFamilyHandle entries;
+  private final ColumnFamilyHandle expiry;
+  private final ColumnFamilyHandle outbox;
+  private final ColumnFamilyHandle deadLetters;
+  private final Writer writer;
+  private final ReentrantLock[] stripes = newLocks(STRIPES);
+  private final ReentrantLock[] queueLocks = newLocks(QUEUE_STRIPES);
+  private final ReentrantLock sweepLock = new ReentrantLock();
+  private final ConcurrentHashMap<Scope, ScopeKeys> scopes = new ConcurrentHashMap<>();
+  private final LongAdder active = new LongAdder();
+  private final Object lifecycle = new Object();
+  private final AtomicLong outboxSeq;
+  private final Object outboxIdLock = new Object();
+  private volatile long outboxIdLimit;
+  private volatile boolean closed;
+  private @Nullable ScheduledExecutorService sweeper;
+
+  private RocksDbDedupStore(
+      RocksDbStoreConfig config, TimeSource time, DedupListener listener, Handles handles) {
+    this.config = config;
+    this.description = "rocksdb:" + config.directory();
+    this.time = time;
+    this.listener = listener;
+    this.handles = handles;
+    this.db = handles.db;
+    this.meta = handles.meta;
+    this.entries = handles.entries;
+    this.expiry = handles.expiry;
+    this.outbox = handles.outbox;
+    this.deadLetters = handles.deadLetters;
+    this.writer = handles.writer;
+    this.outboxIdLimit = handles.outboxIdLimit;
+    this.outboxSeq = new AtomicLong(handles.outboxIdLimit);
+  }
+
+  /**
+   * Starts building a store on a directory, with the defaults of {@link
+   * RocksDbStoreConfig#ofDefaults(Path)}.
+   *
+   * @param directory the database directory; created if missing
+   * @return a builder
+   */
+  public static Builder builder(Path directory) {
+    return new Builder(directory);
+  }
+
+  /**
+   * Opens (or creates) a store.
+   *
+   * @param config the settings
+   * @param time the clock the background sweeper judges expiry by
+   * @param listener hears the expiries the sweeper finds
+   * @return the open store; close it to release the directory
+   * @throws StoreException if the directory is open in another store (in this or another process),
+   *     holds something other than an Idem store, or was written by a newer format
+   * @throws StoreUnavailableException if RocksDB cannot open it (I/O error)
+   */
+  public static RocksDbDedupStore open(
+      RocksDbStoreConfig config, TimeSource time, DedupListener listener) {
+    Objects.requireNonNull(config, "config");
+    Objects.requireNonNull(time, "time");
+    Objects.requireNonNull(listener, "listener");
+    Handles handles = Handles.open(config);
+    RocksDbDedupStore store = new RocksDbDedupStore(config, time, listener, handles);
+    store.startSweeper();
+    return store;
+  }
+
+  /**
+   * Returns the settings this store was opened with.
+   *
+   * @return the settings
+   */
+  public RocksDbStoreConfig config() {
+    return config;
+  }
+
+  // ---------------------------------------------------------------- DedupStore
+
+  @Override
+  public ReserveResult reserve(ReserveRequest request) {
+    return apply(
+        request.scope(),
+        request.key(),
+        "reserve",
+        current -> DedupStateMachine.reserve(current, request),
+        null);
+  }
+
+  @Override
+  public SettleResult commit(CommitRequest request) {
+    return apply(
+        request.scope(),
+        request.key(),
+        "commit",
+        current -> DedupStateMachine.commit(current, request),
+        null);
+  }
+
+  @Override
+  public SettleResult release(ReleaseRequest request) {
+    return apply(
+        request.scope(),
+        request.key(),
+        "release",
+        current -> DedupStateMachine.release(current, request),
+        null);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: the keys are locked together, each is decided in request order (a key given twice sees
+   * its first outcome), and all changes are written as one atomic batch with one sync.
+   */
+  @Override
+  public List<ReserveResult> reserveAll(List<ReserveRequest> requests) {
+    return applyAll(
+        requests,
+        ReserveRequest::scope,
+        ReserveRequest::key,
+        (current, r) -> DedupStateMachine.reserve(current, r),
+        "reserveAll");
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: the keys are locked together and all changes are written as one atomic batch with one
+   * sync.
+   */
+  @Override
+  public List<SettleResult> commitAll(List<CommitRequest> requests) {
+    return applyAll(
+        requests,
+        CommitRequest::scope,
+        CommitRequest::key,
+        (current, c) -> DedupStateMachine.commit(current, c),
+        "commitAll");
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: the keys are locked together and all changes are written as one atomic batch with one
+   * sync.
+   */
+  @Override
+  public List<SettleResult> releaseAll(List<ReleaseRequest> requests) {
+    return applyAll(
+        requests,
+        ReleaseRequest::scope,
+        ReleaseRequest::key,
+        (current, r) -> DedupStateMachine.release(current, r),
+        "releaseAll");
+  }
+
+  @Override
+  public KeyState inspect(Scope scope, DedupKey key, long nowMillis) {
+    enter();
+    try {
+      ScopeKeys sk = keys(scope);
+      // No lock needed: a synced write becomes visible only once it is durable.
+      return DedupStateMachine.inspect(read(sk, key, sk.entryKey(key)), nowMillis);
+    } catch (RocksDBException e) {
+      throw failure("inspect", e, false);
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: answers true if the key had an entry that had not expired by the store's {@link
+   * TimeSource}; an expired entry is removed too, and answers false.
+   */
+  @Override
+  public boolean forget(Scope scope, DedupKey key) {
+    enter();
+    boolean writing = false;
+    try {
+      ScopeKeys sk = keys(scope);
+      byte[] entryKey = sk.entryKey(key);
+      ReentrantLock lock = stripe(sk, key);
+      lock.lock();
+      try {
+        StoredEntry current = read(sk, key, entryKey);
+        if (current == null) {
+          return false;
+        }
+        Mutations step = new Mutations();
+        stage(step, sk, key, entryKey, current, null);
+        writing = true;
+        writer.write(step, false);
+        return !current.isDeadAt(time.wallMillis());
+      } finally {
+        lock.unlock();
+      }
+    } catch (RocksDBException e) {
+      throw failure("forget", e, writing);
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: walks the scope's entries in batches of {@value #CLEAR_BATCH}; each batch locks its
+   * keys, removes the entries still there with their expiry-index entries, and is written as one
+   * durable batch. The count is exact: the entries this call removed. A key reserved in the scope
+   * while the walk is under way may survive (it counts as arriving after the clear). Costs time in
+   * proportion to the scope's size.
+   */
+  @Override
+  public long clear(Scope scope) {
+    enter();
+    boolean writing = false;
+    try {
+      ScopeKeys sk = keys(scope);
+      long removed = 0;
+      byte[] from = sk.prefix;
+      List<byte[]> batch = new ArrayList<>(CLEAR_BATCH);
+      while (true) {
+        batch.clear();
+        try (Scan scan = new Scan(db, entries, from, sk.upper)) {
+          for (RocksIterator it = scan.iterator;
+              it.isValid() && batch.size() < CLEAR_BATCH;
+              it.next()) {
+            byte[] k = it.key();
+            if (sk.isEntryKey(k)) {
+              batch.add(k);
+            }
+          }
+          scan.check();
+        }
+        if (batch.isEmpty()) {
+          return removed;
+        }
+        int[] order =
+            batch.stream()
+                .mapToInt(k -> stripeIndex(sk, sk.entryDigest(k)))
+                .sorted()
+                .distinct()
+                .toArray();
+        int locked = 0;
+        try {
+          for (int i : order) {
+            stripes[i].lock();
+            locked++;
+          }
+          Mutations step = new Mutations();
+          for (byte[] k : batch) {
+            StoredEntry current = read(sk, sk.entryDigest(k), k);
+            if (current != null) {
+              stage(step, sk, sk.entryDigest(k), k, current, null);
+              removed++;
+            }
+          }
+          if (!step.isEmpty()) {
+            writing = true;
+            writer.write(step, false);
+          }
+        } finally {
+          for (int i = locked - 1; i >= 0; i--) {
+            stripes[order[i]].unlock();
+          }
+        }
+        if (batch.size() < CLEAR_BATCH) {
+          return removed;
+        }
+        from = Bytes.successor(batch.get(batch.size() - 1));
+      }
+    } catch (RocksDBException e) {
+      throw failure("clear", e, writing);
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: walks the expiry index up to {@code nowMillis} in batches of {@link
+   * RocksDbStoreConfig#sweepBatchSize()}, and removes each entry whose stored deadline really
+   * passed (re-checked under the key's lock, so an entry whose sliding window moved since is kept),
+   * with its index entry; index entries left by older deadlines are removed too. Each expired entry
+   * removed is reported to the listener. One sweep runs at a time; the background sweeper calls
+   * this with the store's {@link TimeSource}.
+   */
+  @Override
+  public long sweepExpired(long nowMillis) {
+    enter();
+    sweepLock.lock();
+    try {
+      return sweep(nowMillis);
+    } catch (RocksDBException e) {
+      throw failure("sweepExpired", e, true);
+    } finally {
+      sweepLock.unlock();
+      exit();
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: reads the format marker and writes a small health record without syncing, so that a
+   * database that RocksDB has stopped accepting writes on (a background I/O error, a full disk)
+   * reports unavailable.
+   */
+  @Override
+  public void checkHealth() {
+    enter();
+    try {
+      if (db.get(meta, Handles.META_FORMAT) == null) {
+        throw new StoreException(
+            description
+                + ": the format marker is missing; the directory was "
+                + "changed by something other than Idem. Restore it from a backup or start empty.");
+      }
+      Mutations probe = new Mutations();
+      byte[] stamp = new byte[8];
+      Bytes.putLong(stamp, 0, time.wallMillis());
+      probe.put(meta, Handles.META_HEALTH, stamp);
+      writer.writeBuffered(probe);
+    } catch (RocksDBException e) {
+      throw failure("checkHealth", e, false);
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * Compacts every column family fully, down to the last level: returns the space of deleted and
+   * expired entries at once instead of as RocksDB's background compactions reach them. An admin
+   * operation (after a large {@link #clear} or sweep, or before measuring the size on disk); it
+   * rewrites the whole database, so it takes time and I/O in proportion to its size. Operations
+   * keep running meanwhile.
+   *
+   * @throws StoreUnavailableException if RocksDB reports an I/O error
+   */
+  public void compact() {
+    enter();
+    try {
+      handles.compactAll();
+    } catch (RocksDBException e) {
+      throw failure("compact", e, true);
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: not bounded, durable, no native expiry (a sweeper removes expired entries), with an
+   * outbox.
+   */
+  @Override
+  public StoreCapabilities capabilities() {
+    return CAPABILITIES;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * @return {@code rocksdb:} followed by the absolute directory
+   */
+  @Override
+  public String describe() {
+    return description;
+  }
+
+  /**
+   * Stops the sweeper, waits for running operations, flushes the memtables (so the next open need
+   * not replay the WAL) and closes RocksDB, releasing the directory's lock. Closing again does
+   * nothing. Afterwards every operation throws {@link IllegalStateException}.
+   *
+   * @throws StoreException if RocksDB reported an error while closing (the directory is released
+   *     anyway; the data is in the WAL)
+   */
+  @Override
+  public void close() {
+    ScheduledExecutorService background;
+    synchronized (lifecycle) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      background = sweeper;
+      sweeper = null;
+    }
+    if (background != null) {
+      background.shutdownNow();
+    }
+    // Operations that entered before `closed` was set finish normally; new ones are refused.
+    while (active.sum() != 0) {
+      LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(100));
+    }
+    if (background != null) {
+      try {
+        background.awaitTermination(10, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    handles.close(description);
+  }
+
+  // ---------------------------------------------------------------- OutboxStore
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: the entry is written in the same write batch as the key's commit, under the key's
+   * lock, and returns when that batch is durable. A repeated commit with the token that already
+   * committed answers {@link SettleResult#APPLIED} and appends nothing (the first call appended the
+   * message).
+   */
+  @Override
+  public SettleResult commitAndEnqueue(CommitRequest commit, OutboxMessage message) {
+    Objects.requireNonNull(message, "message");
+    byte[] queuePrefix = OutboxCodec.queuePrefix(message.queue());
+    return apply(
+        commit.scope(),
+        commit.key(),
+        "commitAndEnqueue",
+        current -> DedupStateMachine.commit(current, commit),
+        (step, answer) -> {
+          if (answer == SettleResult.APPLIED) {
+            long id = nextOutboxId();
+            OutboxCodec.Entry entry =
+                new OutboxCodec.Entry(
+                    0, commit.nowMillis(), 0, message.key(), null, message.payload());
+            step.put(outbox, OutboxCodec.key(queuePrefix, id), OutboxCodec.encode(entry));
+          }
+        });
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: claims of one queue are serialized; the claim (its attempt count and hiding time) is
+   * durable when this returns, under the store's durability.
+   *
+   * @throws IllegalArgumentException if {@code max} or {@code claimMillis} is not positive
+   */
+  @Override
+  public List<OutboxRecord> claim(String queue, int max, long nowMillis, long claimMillis) {
+    if (max <= 0) {
+      throw new IllegalArgumentException("claim max must be positive, got " + max);
+    }
+    if (claimMillis <= 0) {
+      throw new IllegalArgumentException("claim time must be positive, got " + claimMillis + " ms");
+    }
+    byte[] prefix = OutboxCodec.queuePrefix(queue);
+    long claimedUntil = saturatingAdd(nowMillis, claimMillis);
+    enter();
+    boolean writing = false;
+    try {
+      List<OutboxRecord> out = new ArrayList<>(Math.min(max, 64));
+      Mutations step = new Mutations();
+      ReentrantLock lock = queueLock(queue);
+      lock.lock();
+      try {
+        try (Scan scan = new Scan(db, outbox, prefix, OutboxCodec.queueUpper(prefix))) {
+          for (RocksIterator it = scan.iterator; it.isValid() && out.size() < max; it.next()) {
+            byte[] value = it.value();
+            if (OutboxCodec.availableAt(value) > nowMillis) {
+              continue;
+            }
+            OutboxCodec.Entry e = OutboxCodec.decode(value);
+            OutboxCodec.Entry claimed =
+                new OutboxCodec.Entry(
+                    e.attempts() + 1,
+                    e.enqueuedAtMillis(),
+                    claimedUntil,
+                    e.key(),
+                    e.lastError(),
+                    e.payload());
+            byte[] key = it.key();
+            step.put(outbox, key, OutboxCodec.encode(claimed));
+            out.add(claimed.toRecord(OutboxCodec.id(key), queue));
+          }
+          scan.check();
+        }
+        if (!step.isEmpty()) {
+          writing = true;
+          writer.writeBuffered(step);
+        }
+      } finally {
+        lock.unlock();
+      }
+      if (writing) {
+        // Other claimers may see the claim before it is durable; that only hides the entries.
+        writer.awaitDurable();
+      }
+      return out;
+    } catch (RocksDBException e) {
+      throw failure("claim", e, writing);
+    } catch (MalformedValueException e) {
+      throw corrupt("outbox queue '" + queue + "'", e);
+    } finally {
+      exit();
+    }
+  }
+
+  @Override
+  public boolean acknowledge(String queue, long id) {
+    return updateOutboxEntry(
+        queue, id, "acknowledge", (step, key, entry) -> step.delete(outbox, key));
+  }
+
+  @Override
+  public void reschedule(String queue, long id, long notBeforeMillis, String error) {
+    Objects.requireNonNull(error, "error");
+    updateOutboxEntry(
+        queue,
+        id,
+        "reschedule",
+        (step, key, e) ->
+            step.put(
+                outbox,
+                key,
+                OutboxCodec.encode(
+                    new OutboxCodec.Entry(
+                        e.attempts(),
+                        e.enqueuedAtMillis(),
+                        notBeforeMillis,
+                        e.key(),
+                        error,
+                        e.payload()))));
+  }
+
+  @Override
+  public void deadLetter(String queue, long id, String reason, long nowMillis) {
+    Objects.requireNonNull(reason, "reason");
+    updateOutboxEntry(
+        queue,
+        id,
+        "deadLetter",
+        (step, key, e) -> {
+          step.delete(outbox, key);
+          step.put(deadLetters, key, OutboxCodec.encodeDead(e, nowMillis, reason));
+        });
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: in id order (which is append order), from the {@code dead_letters} column family.
+   */
+  @Override
+  public List<DeadLetter> deadLetters(String queue, int limit) {
+    if (limit <= 0) {
+      return List.of();
+    }
+    byte[] prefix = OutboxCodec.queuePrefix(queue);
+    enter();
+    try (Scan scan = new Scan(db, deadLetters, prefix, OutboxCodec.queueUpper(prefix))) {
+      List<DeadLetter> out = new ArrayList<>(Math.min(limit, 64));
+      for (RocksIterator it = scan.iterator; it.isValid() && out.size() < limit; it.next()) {
+        out.add(OutboxCodec.decodeDead(OutboxCodec.id(it.key()), queue, it.value()));
+      }
+      scan.check();
+      return out;
+    } catch (RocksDBException e) {
+      throw failure("deadLetters", e, false);
+    } catch (MalformedValueException e) {
+      throw corrupt("dead letters of queue '" + queue + "'", e);
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: counts by walking the queue's keys, so it costs time in proportion to the depth.
+   */
+  @Override
+  public long depth(String queue) {
+    byte[] prefix = OutboxCodec.queuePrefix(queue);
+    enter();
+    try (Scan scan = new Scan(db, outbox, prefix, OutboxCodec.queueUpper(prefix))) {
+      long count = 0;
+      for (RocksIterator it = scan.iterator; it.isValid(); it.next()) {
+        count++;
+      }
+      scan.check();
+      return count;
+    } catch (RocksDBException e) {
+      throw failure("depth", e, false);
+    } finally {
+      exit();
+    }
+  }
+
+  // ---------------------------------------------------------------- the atomic step
+
+  /** Adds extra changes to a step whose transition was applied, e.g. an outbox append. */
+  private interface Extra<A> {
+    void stage(Mutations step, A answer) throws RocksDBException;
+  }
+
+  private <A> A apply(
+      Scope scope,
+      DedupKey key,
+      String op,
+      Function<@Nullable StoredEntry, Transition<A>> decide,
+      @Nullable Extra<A> extra) {
+    enter();
+    boolean writing = false;
+    try {
+      ScopeKeys sk = keys(scope);
+      byte[] entryKey = sk.entryKey(key);
+      ReentrantLock lock = stripe(sk, key);
+      lock.lock();
+      boolean announced = writer.announce();
+      try {
+        StoredEntry current = read(sk, key, entryKey);
+        Transition<A> t = decide.apply(current);
+        if (!t.changed()) {
+          return t.answer();
+        }
+        Mutations step = new Mutations();
+        stage(step, sk, key, entryKey, current, t.next());
+        if (extra != null) {
+          extra.stage(step, t.answer());
+        }
+        writing = true;
+        boolean counted = announced;
+        announced = false;
+        writer.write(step, counted);
+        return t.answer();
+      } finally {
+        writer.abandon(announced);
+        lock.unlock();
+      }
+    } catch (RocksDBException e) {
+      throw failure(op, e, writing);
+    } finally {
+      exit();
+    }
+  }
+
+  private <R, A> List<A> applyAll(
+      List<R> requests,
+      Function<R, Scope> scopeOf,
+      Function<R, DedupKey> keyOf,
+      BiFunction<@Nullable StoredEntry, R, Transition<A>> decide,
+      String op) {
+    int n = requests.size();
+    if (n == 0) {
+      return new ArrayList<>(0);
+    }
+    if (n == 1) {
+      R only = requests.get(0);
+      List<A> one = new ArrayList<>(1);
+      one.add(
+          apply(
+              scopeOf.apply(only),
+              keyOf.apply(only),
+              op,
+              current -> decide.apply(current, only),
+              null));
+      return one;
+    }
+    enter();
+    boolean writing = false;
+    try {
+      ScopeKeys[] sks = new ScopeKeys[n];
+      byte[][] entryKeys = new byte[n][];
+      int[] stripeIds = new int[n];
+      for (int i = 0; i < n; i++) {
+        R r = requests.get(i);
+        sks[i] = keys(scopeOf.apply(r));
+        DedupKey key = keyOf.apply(r);
+        entryKeys[i] = sks[i].entryKey(key);
+        stripeIds[i] = stripeIndex(sks[i], key);
+      }
+      // Lock in ascending stripe order: no deadlock with single-key steps or other batches.
+      int[] order = Arrays.stream(stripeIds).sorted().distinct().toArray();
+      int locked = 0;
+      boolean announced = false;
+      try {
+        for (int s : order) {
+          stripes[s].lock();
+          locked++;
+        }
+        announced = writer.announce();
+        Map<ByteBuffer, Holder> staged = new HashMap<>();
+        Mutations step = new Mutations();
+        List<A> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+          R r = requests.get(i);
+          DedupKey key = keyOf.apply(r);
+          ByteBuffer id = ByteBuffer.wrap(entryKeys[i]);
+          Holder held = staged.get(id);
+          StoredEntry current = held != null ? held.entry : read(sks[i], key, entryKeys[i]);
+          Transition<A> t = decide.apply(current, r);
+          if (t.changed()) {
+            stage(step, sks[i], key, entryKeys[i], current, t.next());
+            staged.put(id, new Holder(t.next()));
+          }
+          out.add(t.answer());
+        }
+        if (!step.isEmpty()) {
+          writing = true;
+          boolean counted = announced;
+          announced = false;
+          writer.write(step, counted);
+        }
+        return out;
+      } finally {
+        writer.abandon(announced);
+        for (int i = locked - 1; i >= 0; i--) {
+          stripes[order[i]].unlock();
+        }
+      }
+    } catch (RocksDBException e) {
+      throw failure(op, e, writing);
+    } finally {
+      exit();
+    }
+  }
+
+  /** An entry staged earlier in the same batch (null: deleted). */
+  private record Holder(@Nullable StoredEntry entry) {}
+
+  /**
+   * Stages the change from {@code current} to {@code next} (null: delete): the entry, and its
+   * expiry-index entry moved with its deadline, in the same batch, so the index never points at a
+   * deadline the entry does not have once the batch is applied.
+   */
+  private void stage(
+      Mutations step,
+      ScopeKeys sk,
+      DedupKey key,
+      byte[] entryKey,
+      @Nullable StoredEntry current,
+      @Nullable StoredEntry next) {
+    long oldDeadline = current == null ? Long.MAX_VALUE : current.deadlineMillis();
+    if (next == null) {
+      step.delete(entries, entryKey);
+      if (oldDeadline != Long.MAX_VALUE) {
+        step.delete(expiry, sk.indexKey(oldDeadline, key));
+      }
+      return;
+    }
+    step.put(entries, entryKey, EntryCodec.encode(next));
+    long newDeadline = next.deadlineMillis();
+    if (newDeadline != oldDeadline) {
+      if (oldDeadline != Long.MAX_VALUE) {
+        step.delete(expiry, sk.indexKey(oldDeadline, key));
+      }
+      if (newDeadline != Long.MAX_VALUE) {
+        step.put(expiry, sk.indexKey(newDeadline, key), EMPTY);
+      }
+    }
+  }
+
+  private @Nullable StoredEntry read(ScopeKeys sk, DedupKey key, byte[] entryKey)
+      throws RocksDBException {
+    byte[] value = db.get(entries, entryKey);
+    return value == null ? null : decode(sk, entryKey, value);
+  }
+
+  private StoredEntry decode(ScopeKeys sk, byte[] entryKey, byte[] value) {
+    try {
+      return EntryCodec.decode(value);
+    } catch (MalformedValueException e) {
+      throw corrupt(sk.scope + " " + sk.entryDigest(entryKey), e);
+    }
+  }
+
+  // ---------------------------------------------------------------- sweeping
+
+  private long sweep(long now) throws RocksDBException {
+    int batch = config.sweepBatchSize();
+    long removed = 0;
+    byte[] from = EMPTY;
+    List<byte[]> candidates = new ArrayList<>(Math.min(batch, 1024));
+    List<ScopeKeys> owners = new ArrayList<>(Math.min(batch, 1024));
+    while (!closed) {
+      candidates.clear();
+      owners.clear();
+      ScopeKeys sk = null;
+      try (Scan scan = new Scan(db, expiry, null, null)) {
+        RocksIterator it = scan.iterator;
+        it.seek(from);
+        while (it.isValid() && candidates.size() < batch) {
+          byte[] k = it.key();
+          if (sk == null || !sk.owns(k)) {
+            ScopeKeys parsed = ScopeKeys.fromStoredKey(k);
+            sk = parsed == null ? null : keys(parsed.scope);
+          }
+          if (sk == null || !sk.isIndexKey(k)) {
+            // Not a key this format writes: leave it, and do not stop at it.
+            LOG.log(
+                System.Logger.Level.WARNING,
+                "{0}: skipping a malformed expiry-index key " + "({1} bytes)",
+                description,
+                k.length);
+            it.next();
+            continue;
+          }
+          if (sk.indexDeadline(k) <= now) {
+            candidates.add(k);
+            owners.add(sk);
+            it.next();
+          } else {
+            // The rest of this scope's index lies in the future: jump to the next scope.
+            it.seek(sk.upper);
+          }
+        }
+        scan.check();
+      }
+      for (int i = 0; i < candidates.size(); i++) {
+        if (expire(owners.get(i), candidates.get(i), now)) {
+          removed++;
+        }
+      }
+      if (candidates.size() < batch) {
+        break;
+      }
+      from = Bytes.successor(candidates.get(candidates.size() - 1));
+    }
+    return removed;
+  }
+
+  /** Removes the entry an index key points at if its stored deadline is that key's and passed. */
+  private boolean expire(ScopeKeys sk, byte[] indexKey, long now) throws RocksDBException {
+    DedupKey key = sk.indexDigest(indexKey);
+    long deadline = sk.indexDeadline(indexKey);
+    byte[] entryKey = sk.entryKey(key);
+    boolean expired = false;
+    boolean leaseExpired = false;
+    ReentrantLock lock = stripe(sk, key);
+    lock.lock();
+    try {
+      StoredEntry current = read(sk, key, entryKey);
+      Mutations step = new Mutations();
+      if (current != null && current.deadlineMillis() == deadline) {
+        if (!current.isDeadAt(now)) {
+          return false;
+        }
+        step.delete(entries, entryKey);
+        expired = true;
+        leaseExpired = current.state() == StoredEntry.State.IN_FLIGHT;
+      }
+      // Either the entry expired, or the index key is left over from an older deadline.
+      step.delete(expiry, indexKey);
+      // Not synced: removing a dead entry changes no answer, and the next synced write (or the
+      // next sweep after a crash) makes it durable.
+      writer.writeBuffered(step);
+    } finally {
+      lock.unlock();
+    }
+    if (expired) {
+      try {
+        listener.onExpired(sk.scope, key, leaseExpired);
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.DEBUG, "listener failed on an expiry; ignored", e);
+      }
+    }
+    return expired;
+  }
+
+  private void startSweeper() {
+    Duration interval = config.sweepInterval();
+    if (interval.isZero()) {
+      return;
+    }
+    ScheduledExecutorService executor =
+        java.util.concurrent.Executors.newSingleThreadScheduledExecutor(
+            task -> {
+              Thread t = new Thread(task, "idem-rocksdb-sweeper " + config.directory());
+              t.setDaemon(true);
+              return t;
+            });
+    long millis = interval.toMillis();
+    executor.scheduleWithFixedDelay(this::sweepInBackground, millis, millis, TimeUnit.MILLISECONDS);
+    synchronized (lifecycle) {
+      sweeper = executor;
+    }
+  }
+
+  private void sweepInBackground() {
+    if (closed) {
+      return;
+    }
+    try {
+      sweepExpired(time.wallMillis());
+    } catch (RuntimeException e) {
+      if (!closed) {
+        LOG.log(
+            System.Logger.Level.WARNING,
+            description + ": background sweep failed; retrying at " + "the next interval",
+            e);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- outbox helpers
+
+  /** Changes one outbox entry under its queue's lock, if it exists. */
+  private interface OutboxChange {
+    void stage(Mutations step, byte[] key, OutboxCodec.Entry entry) throws RocksDBException;
+  }
+
+  private boolean updateOutboxEntry(String queue, long id, String op, OutboxChange change) {
+    byte[] key = OutboxCodec.key(OutboxCodec.queuePrefix(queue), id);
+    enter();
+    boolean writing = false;
+    try {
+      ReentrantLock lock = queueLock(queue);
+      lock.lock();
+      try {
+        byte[] value = db.get(outbox, key);
+        if (value == null) {
+          return false;
+        }
+        Mutations step = new Mutations();
+        change.stage(step, key, OutboxCodec.decode(value));
+        writing = true;
+        writer.writeBuffered(step);
+      } finally {
+        lock.unlock();
+      }
+      // Made durable after the queue's lock is released, so that deliverers share syncs.
+      writer.awaitDurable();
+      return true;
+    } catch (RocksDBException e) {
+      throw failure(op, e, writing);
+    } catch (MalformedValueException e) {
+      throw corrupt("outbox queue '" + queue + "' entry " + id, e);
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * Returns the next outbox id. Ids come from blocks whose upper bound is persisted before any id
+   * of the block is used, so an id is never handed out twice, even across crashes.
+   */
+  private long nextOutboxId() throws RocksDBException {
+    long id = outboxSeq.incrementAndGet();
+    if (id >= outboxIdLimit) {
+      synchronized (outboxIdLock) {
+        while (id >= outboxIdLimit) {
+          long limit = outboxIdLimit + OUTBOX_ID_BLOCK;
+          byte[] value = new byte[8];
+          Bytes.putLong(value, 0, limit);
+          Mutations step = new Mutations();
+          step.put(meta, Handles.META_OUTBOX_ID_LIMIT, value);
+          writer.write(step, false);
+          outboxIdLimit = limit;
+        }
+      }
+    }
+    return id;
+  }
+
+  // ---------------------------------------------------------------- plumbing
+
+  private ScopeKeys keys(Scope scope) {
+    ScopeKeys sk = scopes.get(scope);
+    return sk != null ? sk : scopes.computeIfAbsent(scope, ScopeKeys::new);
+  }
+
+  private int stripeIndex(ScopeKeys sk, DedupKey key) {
+    long h = key.word(1) ^ sk.hash;
+    return (int) (h ^ (h >>> 32)) & (STRIPES - 1);
+  }
+
+  private ReentrantLock stripe(ScopeKeys sk, DedupKey key) {
+    return stripes[stripeIndex(sk, key)];
+  }
+
+  private ReentrantLock queueLock(String queue) {
+    int h = queue.hashCode() * 0x9E3779B9;
+    return queueLocks[(h ^ (h >>> 16)) & (QUEUE_STRIPES - 1)];
+  }
+
+  private static ReentrantLock[] newLocks(int n) {
+    ReentrantLock[] locks = new ReentrantLock[n];
+    for (int i = 0; i < n; i++) {
+      locks[i] = new ReentrantLock();
+    }
+    return locks;
+  }
+
+  private void enter() {
+    active.increment();
+    if (closed) {
+      active.decrement();
+      throw new IllegalStateException(
+          description + " is closed; open a new store on the directory to use it again");
+    }
+  }
+
+  private void exit() {
+    active.decrement();
+  }
+
+  private RuntimeException failure(String op, RocksDBException e, boolean wrote) {
+    return Handles.failure(description, op, e, wrote);
+  }
+
+  private StoreException corrupt(String where, MalformedValueException e) {
+    return new StoreException(
+        description
+            + ": the stored value of "
+            + where
+            + " is not readable ("
+            + e.getMessage()
+            + "). The directory was written by a newer Idem or changed by another program; open it "
+            + "with the Idem version that wrote it, or move it away to start empty.",
+        e);
+  }
+
+  private static long saturatingAdd(long a, long b) {
+    long sum = a + b;
+    return ((a ^ sum) & (b ^ sum)) < 0 ? Long.MAX_VALUE : sum;
+  }
+
+  // ---------------------------------------------------------------- builder
+
+  /**
+   * Builds a {@link RocksDbDedupStore}. Not thread-safe; {@link #build()} validates the settings
+   * and opens the store.
+   */
+  public static final class Builder {
+    private final Path directory;
+    private Durability durability = Durability.GROUP_COMMIT;
+    private Duration groupCommitMaxDelay = RocksDbStoreConfig.DEFAULT_GROUP_COMMIT_MAX_DELAY;
+    private Duration sweepInterval = RocksDbStoreConfig.DEFAULT_SWEEP_INTERVAL;
+    private int sweepBatchSize = RocksDbStoreConfig.DEFAULT_SWEEP_BATCH_SIZE;
+    private long blockCacheBytes = RocksDbStoreConfig.DEFAULT_BLOCK_CACHE_BYTES;
+    private TimeSource timeSource = TimeSource.system();
+    private DedupListener listener = DedupListener.NOOP;
+
+    private Builder(Path directory) {
+      this.directory = directory;
+    }
+
+    /**
+     * Sets when a write counts as done.
+     *
+     * @param durability the mode (default {@link Durability#GROUP_COMMIT})
+     * @return this builder
+     */
+    public Builder durability(Durability durability) {
+      this.durability = durability;
+      return this;
+    }
+
+    /**
+     * Sets how long a group-commit leader may wait for writers about to join.
+     *
+     * @param maxDelay 0 to 1 s (default 0: sync at once)
+     * @return this builder
+     */
+    public Builder groupCommitMaxDelay(Duration maxDelay) {
+      this.groupCommitMaxDelay = maxDelay;
+      return this;
+    }
+
+    /**
+     * Sets how often the background sweeper runs.
+     *
+     * @param interval at least 10 ms, or {@link Duration#ZERO} for no background sweeper (default
+     *     10 s)
+     * @return this builder
+     */
+    public Builder sweepInterval(Duration interval) {
+      this.sweepInterval = interval;
+      return this;
+    }
+
+    /**
+     * Sets how many expiry-index entries one sweep step handles.
+     *
+     * @param size 1 to 100,000 (default 1,000)
+     * @return this builder
+     */
+    public Builder sweepBatchSize(int size) {
+      this.sweepBatchSize = size;
+      return this;
+    }
+
+    /**
+     * Sets the size of the shared block cache.
+     *
+     * @param bytes at least 1 MiB (default 64 MiB)
+     * @return this builder
+     */
+    public Builder blockCacheBytes(long bytes) {
+      this.blockCacheBytes = bytes;
+      return this;
+    }
+
+    /**
+     * Sets the clock the background sweeper judges expiry by (requests carry their own times).
+     *
+     * @param timeSource the clock (default {@link TimeSource#system()})
+     * @return this builder
+     */
+    public Builder timeSource(TimeSource timeSource) {
+      if (timeSource == null) {
+        throw new IdemConfigException("rocksdb timeSource must not be null");
+      }
+      this.timeSource = timeSource;
+      return this;
+    }
+
+    /**
+     * Sets the listener that hears the expiries the sweeper finds ({@link
+     * DedupListener#onExpired}). It is called on the sweeping thread, after the entry's removal,
+     * outside the key's lock; it must not close the store (close waits for the sweep to end).
+     *
+     * @param listener the listener (default {@link DedupListener#NOOP})
+     * @return this builder
+     */
+    public Builder listener(DedupListener listener) {
+      if (listener == null) {
+        throw new IdemConfigException("rocksdb listener must not be null");
+      }
+      this.listener = listener;
+      return this;
+    }
+
+    /**
+     * Validates the settings without opening anything.
+     *
+     * @return the settings
+     * @throws IdemConfigException naming a setting that is not allowed
+     */
+    public RocksDbStoreConfig toConfig() {
+      return new RocksDbStoreConfig(
+          directory,
+          durability,
+          groupCommitMaxDelay,
+          sweepInterval,
+          sweepBatchSize,
+          blockCacheBytes);
+    }
+
+    /**
+     * Validates the settings and opens the store.
+     *
+     * @return the open store
+     * @throws IdemConfigException naming a setting that is not allowed
+     * @throws StoreException if the directory is open elsewhere or is not an Idem store
+     * @throws StoreUnavailableException if RocksDB cannot open it
+     */
+    public RocksDbDedupStore build() {
+      return open(toConfig(), timeSource, listener);
+    }
+  }
+}

@@ -1,0 +1,218 @@
+package dev.idem.store.rocksdb;
+
+import java.util.ArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import org.jspecify.annotations.Nullable;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.WriteBatch;
+import org.rocksdb.WriteOptions;
+
+/**
+ * Writes atomic steps with the store's {@link Durability}.
+ *
+ * <p>Under {@link Durability#GROUP_COMMIT} the calling threads elect a leader among themselves (no
+ * extra thread): a writer appends its step to a queue; if no leader is active it becomes one,
+ * copies every queued step into one write batch, writes it with one synced write and wakes the
+ * writers it covered. Writers that arrive while a leader syncs form the next group. Before
+ * draining, the leader waits up to {@code groupCommitMaxDelay} for writers that already hold their
+ * key's lock and are about to join ({@link #announce()}), so steady concurrent load forms large
+ * groups while a lone writer never waits.
+ *
+ * <p>RocksDB publishes a synced write to readers only after the sync, so a state that a reader can
+ * see is durable (except under {@link Durability#OS_BUFFERED}, which never syncs).
+ */
+final class Writer implements AutoCloseable {
+  private final RocksDB db;
+  private final Durability durability;
+  private final long maxDelayNanos;
+  private final WriteOptions synced;
+  private final WriteOptions buffered;
+
+  // Group commit state, guarded by lock.
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Condition finished = lock.newCondition();
+  private final Condition arrived = lock.newCondition();
+  private ArrayList<Pending> queue = new ArrayList<>();
+  private boolean leaderActive;
+  private final AtomicInteger preparing = new AtomicInteger();
+  private final WriteBatch groupBatch;
+
+  Writer(RocksDB db, Durability durability, long maxDelayNanos) {
+    this.db = db;
+    this.durability = durability;
+    this.maxDelayNanos = maxDelayNanos;
+    this.synced = new WriteOptions().setSync(true);
+    this.buffered = new WriteOptions().setSync(false);
+    this.groupBatch = new WriteBatch();
+  }
+
+  /**
+   * Announces a writer that holds its key's lock and is computing a step, so that a group-commit
+   * leader waits briefly for it. Every announcement must be matched by {@link #write} with {@code
+   * announced} set, or by {@link #abandon}.
+   *
+   * @return whether the writer was counted (only under group commit with a delay)
+   */
+  boolean announce() {
+    if (durability == Durability.GROUP_COMMIT && maxDelayNanos > 0) {
+      preparing.incrementAndGet();
+      return true;
+    }
+    return false;
+  }
+
+  /** A writer counted by {@link #announce()} will not write after all. */
+  void abandon(boolean announced) {
+    if (announced) {
+      preparing.decrementAndGet();
+    }
+  }
+
+  /**
+   * Writes one atomic step and returns when it is visible and as durable as the mode promises. A
+   * writer counted by {@link #announce()} passes {@code announced} and is counted down here.
+   */
+  void write(Mutations step, boolean announced) throws RocksDBException {
+    switch (durability) {
+      case GROUP_COMMIT -> submit(step, announced);
+      case FSYNC -> writeNow(step, synced);
+      case OS_BUFFERED -> writeNow(step, buffered);
+    }
+  }
+
+  /**
+   * Writes one atomic step without waiting for a sync: visible at once, durable after the next
+   * {@link #awaitDurable()} (or any later synced write). For changes whose loss on a power failure
+   * the caller tolerates, or that it makes durable itself after releasing its locks.
+   */
+  void writeBuffered(Mutations step) throws RocksDBException {
+    writeNow(step, buffered);
+  }
+
+  /**
+   * Returns when every write that returned before this call is as durable as the mode promises: one
+   * shared sync under group commit, one sync under FSYNC, nothing under OS_BUFFERED.
+   */
+  void awaitDurable() throws RocksDBException {
+    switch (durability) {
+      case GROUP_COMMIT -> submit(null, false);
+      case FSYNC -> db.syncWal();
+      case OS_BUFFERED -> {
+        // Never synced by the store, by definition of the mode.
+      }
+    }
+  }
+
+  private void writeNow(Mutations step, WriteOptions options) throws RocksDBException {
+    try (WriteBatch batch = new WriteBatch()) {
+      step.appendTo(batch);
+      db.write(options, batch);
+    }
+  }
+
+  private void submit(@Nullable Mutations step, boolean announced) throws RocksDBException {
+    Pending mine = new Pending(step);
+    lock.lock();
+    try {
+      queue.add(mine);
+      if (announced) {
+        preparing.decrementAndGet();
+        arrived.signal();
+      }
+      while (!mine.done && leaderActive) {
+        finished.awaitUninterruptibly();
+      }
+      if (!mine.done) {
+        leaderActive = true;
+      }
+    } finally {
+      lock.unlock();
+    }
+    if (!mine.done) {
+      lead();
+    }
+    if (mine.error != null) {
+      throw mine.error;
+    }
+  }
+
+  private void lead() {
+    ArrayList<Pending> group;
+    RocksDBException error = null;
+    lock.lock();
+    try {
+      if (maxDelayNanos > 0 && preparing.get() > 0) {
+        // An internal batching bound, not a semantic time: System.nanoTime is right here.
+        long deadline = System.nanoTime() + maxDelayNanos;
+        long left;
+        while (preparing.get() > 0 && (left = deadline - System.nanoTime()) > 0) {
+          arrived.awaitNanos(Math.min(left, TimeUnit.MICROSECONDS.toNanos(50)));
+        }
+      }
+      group = queue;
+      queue = new ArrayList<>(Math.max(8, group.size()));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      group = queue;
+      queue = new ArrayList<>();
+    } finally {
+      lock.unlock();
+    }
+    boolean written = false;
+    try {
+      for (Pending p : group) {
+        if (p.step != null) {
+          p.step.appendTo(groupBatch);
+        }
+      }
+      if (groupBatch.count() > 0) {
+        db.write(synced, groupBatch);
+      } else {
+        db.syncWal();
+      }
+      written = true;
+    } catch (RocksDBException e) {
+      error = e;
+    } finally {
+      groupBatch.clear();
+      if (!written && error == null) {
+        // The leader itself failed unexpectedly (its exception propagates to its own caller):
+        // the writers it covered must not believe their steps were written.
+        error = new RocksDBException("the group-commit leader failed before its write completed");
+      }
+      lock.lock();
+      try {
+        for (Pending p : group) {
+          p.error = error;
+          p.done = true;
+        }
+        leaderActive = false;
+        finished.signalAll();
+      } finally {
+        lock.unlock();
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    groupBatch.close();
+    synced.close();
+    buffered.close();
+  }
+
+  /** One writer waiting in the group-commit queue; a null step only waits for a sync. */
+  private static final class Pending {
+    final @Nullable Mutations step;
+    boolean done;
+    @Nullable RocksDBException error;
+
+    Pending(@Nullable Mutations step) {
+      this.step = step;
+    }
+  }
+}

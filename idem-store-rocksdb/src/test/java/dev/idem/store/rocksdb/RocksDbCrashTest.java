@@ -1,0 +1,190 @@
+package dev.idem.store.rocksdb;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.idem.DedupKey;
+import dev.idem.StoreException;
+import dev.idem.spi.KeyState;
+import dev.idem.spi.OutboxRecord;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * A child JVM runs a write storm against a store directory and is killed with SIGKILL in the middle
+ * of it; the directory must open again with every key whose commit had returned still committed,
+ * and every message appended with such a commit still in the outbox. Holds for every durability
+ * mode, because a process crash keeps what the operating system already has (a power failure is
+ * another matter: see {@link Durability}).
+ *
+ * <p>The default run kills after {@code idem.crash.keys} (1,500) acknowledged keys, once per mode;
+ * the {@code soak} profile raises both ({@code ./mvnw -Psoak ...}).
+ */
+class RocksDbCrashTest {
+  private static final Pattern LINE = Pattern.compile("[CO] [0-9a-f]{64}");
+  private static final int KEYS_PER_ROUND = Integer.getInteger("idem.crash.keys", 1_500);
+  private static final int ROUNDS = Integer.getInteger("idem.crash.rounds", 1);
+  private static final int THREADS = 8;
+
+  @TempDir Path dir;
+
+  @ParameterizedTest
+  @EnumSource(Durability.class)
+  void everyKeyWhoseCommitReturnedSurvivesASigkillMidStorm(Durability durability) throws Exception {
+    Set<DedupKey> committed = new HashSet<>();
+    Set<DedupKey> enqueued = new HashSet<>();
+    for (int round = 0; round < ROUNDS; round++) {
+      // given: a storm in a child JVM, killed once it has acknowledged enough commits
+      Storm storm = Storm.start(dir, durability, round);
+      await()
+          .atMost(Duration.ofMinutes(2))
+          .until(() -> storm.acknowledged() >= KEYS_PER_ROUND || !storm.process.isAlive());
+      assertThat(storm.process.isAlive())
+          .as("the storm was still writing when killed; its stderr: %s", storm.stderr())
+          .isTrue();
+
+      // when
+      storm.process.destroyForcibly();
+      assertThat(storm.process.waitFor(60, TimeUnit.SECONDS)).isTrue();
+      List<String> lines = storm.drain();
+
+      // then: the kill was a SIGKILL (exit 128 + 9), and the directory opens with every key
+      assertThat(storm.process.exitValue()).isEqualTo(137);
+      for (String line : lines) {
+        DedupKey k = DedupKey.parseHex(line.substring(2));
+        committed.add(k);
+        if (line.charAt(0) == 'O') {
+          enqueued.add(k);
+        }
+      }
+      assertThat(committed.size()).isGreaterThanOrEqualTo(KEYS_PER_ROUND * (round + 1));
+      try (RocksDbDedupStore store =
+          RocksDbDedupStore.builder(dir)
+              .durability(durability)
+              .sweepInterval(Duration.ZERO)
+              .build()) {
+        long now = System.currentTimeMillis();
+        List<DedupKey> lost = new ArrayList<>();
+        for (DedupKey k : committed) {
+          if (!(store.inspect(CrashStorm.SCOPE, k, now) instanceof KeyState.Committed)) {
+            lost.add(k);
+          }
+        }
+        assertThat(lost).as("keys whose commit had returned, after round %d", round).isEmpty();
+        Set<DedupKey> inOutbox = new HashSet<>();
+        // A 1 ms claim hides each entry for this pass only; the next round sees them all again.
+        for (List<OutboxRecord> batch = store.claim(CrashStorm.QUEUE, 10_000, now, 1);
+            !batch.isEmpty();
+            batch = store.claim(CrashStorm.QUEUE, 10_000, now, 1)) {
+          batch.forEach(r -> inOutbox.add(r.key()));
+        }
+        // Entries appended by commits that never returned may be there too: that is allowed.
+        assertThat(inOutbox).as("messages appended with a returned commit").containsAll(enqueued);
+      }
+    }
+  }
+
+  @Test
+  void aDirectoryOpenInAnotherProcessIsRefusedWithTheFix() throws Exception {
+    // given: a storm in a child JVM holding the directory
+    Storm storm = Storm.start(dir, Durability.OS_BUFFERED, 0);
+    try {
+      await().atMost(Duration.ofMinutes(1)).until(() -> storm.lines.contains("READY"));
+
+      // when / then
+      assertThatThrownBy(() -> RocksDbDedupStore.builder(dir).build())
+          .isInstanceOf(StoreException.class)
+          .hasMessageContaining(dir.toAbsolutePath().toString())
+          .hasMessageContaining("already open")
+          .hasMessageContaining("store.path");
+    } finally {
+      storm.process.destroyForcibly();
+      storm.process.waitFor(60, TimeUnit.SECONDS);
+    }
+  }
+
+  /** A running child storm and the lines it printed. */
+  private static final class Storm {
+    final Process process;
+    final Path stderrFile;
+    final ConcurrentLinkedQueue<String> lines = new ConcurrentLinkedQueue<>();
+    final Thread reader;
+
+    private Storm(Process process, Path stderrFile) {
+      this.process = process;
+      this.stderrFile = stderrFile;
+      this.reader =
+          new Thread(
+              () -> {
+                try (BufferedReader in =
+                    new BufferedReader(
+                        new InputStreamReader(
+                            process.getInputStream(), StandardCharsets.US_ASCII))) {
+                  for (String line = in.readLine(); line != null; line = in.readLine()) {
+                    lines.add(line);
+                  }
+                } catch (java.io.IOException e) {
+                  // The pipe closes when the child dies; what was read is what counts.
+                }
+              },
+              "crash-storm-reader");
+      reader.setDaemon(true);
+      reader.start();
+    }
+
+    static Storm start(Path dir, Durability durability, int round) throws Exception {
+      Path stderr = Files.createTempFile("crash-storm", ".err");
+      String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+      Process p =
+          new ProcessBuilder(
+                  java,
+                  "-Xmx256m",
+                  "-cp",
+                  System.getProperty("java.class.path"),
+                  CrashStorm.class.getName(),
+                  dir.toString(),
+                  durability.name(),
+                  Integer.toString(THREADS),
+                  Integer.toString(round))
+              .redirectError(stderr.toFile())
+              .start();
+      return new Storm(p, stderr);
+    }
+
+    long acknowledged() {
+      return lines.stream().filter(l -> LINE.matcher(l).matches()).count();
+    }
+
+    /** Waits for the pipe to close and returns the complete lines (a torn last line is not one). */
+    List<String> drain() throws InterruptedException {
+      reader.join(TimeUnit.SECONDS.toMillis(30));
+      List<String> out = new ArrayList<>();
+      for (String l : lines) {
+        if (LINE.matcher(l).matches()) {
+          out.add(l);
+        }
+      }
+      return out;
+    }
+
+    String stderr() throws java.io.IOException {
+      return Files.readString(stderrFile);
+    }
+  }
+}
