@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.Optional;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * GitHub: {@code X-Hub-Signature-256: sha256=<hex>}, the hex HMAC-SHA256 of the raw body keyed with
@@ -28,7 +29,7 @@ final class GitHubVerifier implements SignatureVerifier {
   }
 
   @Override
-  public void verify(byte[] rawBody, Function<String, String> headers) {
+  public void verify(byte[] rawBody, Function<String, @Nullable String> headers) {
     String header = SignatureSupport.requireHeader(headers, HEADER, "GitHub");
     if (!header.regionMatches(true, 0, PREFIX, 0, PREFIX.length())) {
       throw new SignatureException(
@@ -55,7 +56,7 @@ final class GitHubVerifier implements SignatureVerifier {
   }
 
   @Override
-  public Optional<String> deliveryId(byte[] rawBody, Function<String, String> headers) {
+  public Optional<String> deliveryId(byte[] rawBody, Function<String, @Nullable String> headers) {
     return Optional.ofNullable(SignatureSupport.optionalHeader(headers, DELIVERY_HEADER));
   }
 }

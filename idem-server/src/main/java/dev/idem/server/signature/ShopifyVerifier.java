@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.Optional;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Shopify: {@code X-Shopify-Hmac-Sha256: <base64>}, the base64 HMAC-SHA256 of the raw body keyed
@@ -32,7 +33,7 @@ final class ShopifyVerifier implements SignatureVerifier {
   }
 
   @Override
-  public void verify(byte[] rawBody, Function<String, String> headers) {
+  public void verify(byte[] rawBody, Function<String, @Nullable String> headers) {
     String header = SignatureSupport.requireHeader(headers, HEADER, "Shopify");
     byte[] given = SignatureSupport.decodeBase64(header);
     if (given == null || given.length != 32) {
@@ -59,7 +60,7 @@ final class ShopifyVerifier implements SignatureVerifier {
    * across subscriptions set {@code dedup.key: header("X-Shopify-Event-Id")}.
    */
   @Override
-  public Optional<String> deliveryId(byte[] rawBody, Function<String, String> headers) {
+  public Optional<String> deliveryId(byte[] rawBody, Function<String, @Nullable String> headers) {
     return Optional.ofNullable(SignatureSupport.optionalHeader(headers, DELIVERY_HEADER));
   }
 }

@@ -19,7 +19,8 @@ final class SignatureSupport {
    *
    * @throws SignatureException MISSING if it is absent or blank
    */
-  static String requireHeader(Function<String, String> headers, String name, String scheme) {
+  static String requireHeader(
+      Function<String, @Nullable String> headers, String name, String scheme) {
     @Nullable String value = headers.apply(name);
     if (value == null || value.isBlank()) {
       throw new SignatureException(
@@ -34,7 +35,7 @@ final class SignatureSupport {
    *
    * @return the value, or null if absent or blank
    */
-  static @Nullable String optionalHeader(Function<String, String> headers, String name) {
+  static @Nullable String optionalHeader(Function<String, @Nullable String> headers, String name) {
     @Nullable String value = headers.apply(name);
     if (value == null) {
       return null;

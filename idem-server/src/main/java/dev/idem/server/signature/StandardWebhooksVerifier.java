@@ -8,6 +8,7 @@ import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Standard Webhooks (standardwebhooks.com, symmetric scheme): headers {@code webhook-id}, {@code
@@ -55,7 +56,7 @@ final class StandardWebhooksVerifier implements SignatureVerifier {
   }
 
   @Override
-  public void verify(byte[] rawBody, Function<String, String> headers) {
+  public void verify(byte[] rawBody, Function<String, @Nullable String> headers) {
     String id = SignatureSupport.requireHeader(headers, ID_HEADER, SCHEME);
     String timestamp = SignatureSupport.requireHeader(headers, TIMESTAMP_HEADER, SCHEME);
     String header = SignatureSupport.requireHeader(headers, SIGNATURE_HEADER, SCHEME);
@@ -105,7 +106,7 @@ final class StandardWebhooksVerifier implements SignatureVerifier {
   }
 
   @Override
-  public Optional<String> deliveryId(byte[] rawBody, Function<String, String> headers) {
+  public Optional<String> deliveryId(byte[] rawBody, Function<String, @Nullable String> headers) {
     return Optional.ofNullable(SignatureSupport.optionalHeader(headers, ID_HEADER));
   }
 }

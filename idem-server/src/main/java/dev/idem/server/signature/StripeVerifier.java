@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Stripe: {@code Stripe-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>...]}, where each {@code v1}
@@ -41,7 +42,7 @@ final class StripeVerifier implements SignatureVerifier {
   }
 
   @Override
-  public void verify(byte[] rawBody, Function<String, String> headers) {
+  public void verify(byte[] rawBody, Function<String, @Nullable String> headers) {
     String header = SignatureSupport.requireHeader(headers, HEADER, "Stripe");
     String timestamp = null;
     List<String> signatures = new ArrayList<>(2);
@@ -101,7 +102,7 @@ final class StripeVerifier implements SignatureVerifier {
 
   /** The event's top-level {@code id} ({@code evt_...}), read with a streaming parser. */
   @Override
-  public Optional<String> deliveryId(byte[] rawBody, Function<String, String> headers) {
+  public Optional<String> deliveryId(byte[] rawBody, Function<String, @Nullable String> headers) {
     try (JsonParser parser = JSON.createParser(rawBody)) {
       if (parser.nextToken() != JsonToken.START_OBJECT) {
         return Optional.empty();
