@@ -1,6 +1,7 @@
 package dev.idem.server.config;
 
 import dev.idem.IdemConfigException;
+import dev.idem.server.deliver.HttpSinkSettings;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -28,7 +29,7 @@ public sealed interface SinkSettings
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
 
     /**
-     * Validates the fields.
+     * Validates the fields with the HTTP sink's own rules.
      *
      * @throws IdemConfigException naming the field
      */
@@ -36,24 +37,9 @@ public sealed interface SinkSettings
       Objects.requireNonNull(url, "url");
       headers = Map.copyOf(headers);
       Objects.requireNonNull(timeout, "timeout");
-      String scheme = url.getScheme();
-      if (scheme == null
-          || !(scheme.equalsIgnoreCase("http") || scheme.equalsIgnoreCase("https"))
-          || url.getHost() == null) {
-        throw new IdemConfigException(
-            "url: '" + url + "' is not an http(s) URL (e.g. http://127.0.0.1:9000/orders)");
-      }
-      if (timeout.toMillis() < 1) {
-        throw new IdemConfigException("timeout must be at least 1ms, got " + timeout);
-      }
-      for (String h : headers.keySet()) {
-        if (h.equalsIgnoreCase("Idempotency-Key")
-            || h.equalsIgnoreCase("Content-Length")
-            || h.equalsIgnoreCase("Host")) {
-          throw new IdemConfigException(
-              "headers: '" + h + "' is set by Idem itself; remove it from the headers");
-        }
-      }
+      // The sink's own settings hold the rules (URL form, reserved and malformed headers,
+      // timeout), so a config that loads is one the sink accepts.
+      new HttpSinkSettings(url, headers, timeout);
     }
 
     /** Hides credential headers. */
