@@ -5,10 +5,9 @@ module dev.idem.core {
 
   exports dev.idem;
   exports dev.idem.spi;
-  // Each package below is exported by the change that adds its first class:
   exports dev.idem.key;
   exports dev.idem.ordering;
-  // exports dev.idem.store.memory;
+  exports dev.idem.store.memory;
   // Shared with Idem's own modules only; not API.
   exports dev.idem.internal;
 }

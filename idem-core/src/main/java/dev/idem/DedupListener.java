@@ -88,7 +88,8 @@ public interface DedupListener {
    * @param scope the scope
    * @param key the key
    * @param beforeTtl true if its TTL had not run out yet: the window is larger than {@code maxKeys}
-   *     can hold, and a late duplicate of it will pass as new
+   *     can hold, and a late duplicate of it will pass as new (false for keys with no TTL, whose
+   *     expected end is eviction)
    */
   default void onEvicted(Scope scope, DedupKey key, boolean beforeTtl) {}
 

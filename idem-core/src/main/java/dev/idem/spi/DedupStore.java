@@ -67,7 +67,7 @@ public interface DedupStore extends AutoCloseable {
    *
    * @param scope the scope
    * @param key the key
-   * @return whether there was an entry to remove
+   * @return whether there was an entry to remove (an expired entry not yet swept counts)
    */
   boolean forget(Scope scope, DedupKey key);
 

@@ -13,7 +13,8 @@ public interface DeliveryListener {
    *
    * @param pipeline the pipeline id
    * @param attempts how many attempts it took
-   * @param latency from the first attempt to success
+   * @param latency sync delivery: from the first attempt to success; async delivery: from the
+   *     event's acceptance (its outbox entry's append) to success
    */
   default void onDelivered(String pipeline, int attempts, Duration latency) {}
 

@@ -3,6 +3,7 @@ package dev.idem.server.deliver;
 import dev.idem.IdemConfigException;
 import java.time.Duration;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * How failed deliveries are retried: up to {@code retries} more attempts after the first, waiting
@@ -37,5 +38,48 @@ public record RetryPolicy(int retries, Duration initialBackoff, Duration maxBack
       throw new IdemConfigException(
           "retry max backoff " + maxBackoff + " is below the initial backoff " + initialBackoff);
     }
+  }
+
+  /**
+   * Returns how many attempts a delivery gets in all: the first plus the retries.
+   *
+   * @return {@code retries + 1}
+   */
+  public int maxAttempts() {
+    return retries + 1;
+  }
+
+  /**
+   * Returns the longest wait after a failed attempt, before jitter: {@code initialBackoff *
+   * 2^(failedAttempt-1)}, capped at {@code maxBackoff}.
+   *
+   * @param failedAttempt the attempt that failed, 1 = the first
+   * @return the cap of the wait
+   */
+  public Duration backoffCeiling(int failedAttempt) {
+    long initial = initialBackoff.toMillis();
+    long max = maxBackoff.toMillis();
+    int shift = Math.min(Math.max(failedAttempt, 1) - 1, 62);
+    return Duration.ofMillis(initial > (max >> shift) ? max : Math.max(initial << shift, 1));
+  }
+
+  /**
+   * Returns the wait after a failed attempt, with full jitter: uniformly between zero and {@link
+   * #backoffCeiling}. Full jitter spreads the retries of many failed events over the whole window,
+   * so a recovering downstream is not hit by all of them at once. When downstream asked for a
+   * longer wait ({@code Retry-After}), that wait is used instead, up to {@code maxBackoff}.
+   *
+   * @param failedAttempt the attempt that failed, 1 = the first
+   * @param jitter a random number in {@code [0, 1)}
+   * @param retryAfter the wait downstream asked for, or null
+   * @return how long to wait before the next attempt
+   */
+  public Duration backoff(int failedAttempt, double jitter, @Nullable Duration retryAfter) {
+    long ceiling = backoffCeiling(failedAttempt).toMillis();
+    long wait = (long) (ceiling * Math.min(Math.max(jitter, 0.0), 1.0));
+    if (retryAfter != null) {
+      wait = Math.max(wait, Math.min(retryAfter.toMillis(), maxBackoff.toMillis()));
+    }
+    return Duration.ofMillis(wait);
   }
 }

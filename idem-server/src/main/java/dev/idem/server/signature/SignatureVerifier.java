@@ -2,6 +2,7 @@ package dev.idem.server.signature;
 
 import java.util.Optional;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Verifies one provider's webhook signatures. Create one with {@code
@@ -26,7 +27,7 @@ public interface SignatureVerifier {
    * @param headers case-insensitive header lookup
    * @throws SignatureException if the signature is missing, wrong or stale
    */
-  void verify(byte[] rawBody, Function<String, String> headers);
+  void verify(byte[] rawBody, Function<String, @Nullable String> headers);
 
   /**
    * Returns the provider's delivery id, the default key of a signed webhook: Stripe's event {@code
@@ -36,5 +37,5 @@ public interface SignatureVerifier {
    * @param headers case-insensitive header lookup
    * @return the delivery id, or empty if the request has none
    */
-  Optional<String> deliveryId(byte[] rawBody, Function<String, String> headers);
+  Optional<String> deliveryId(byte[] rawBody, Function<String, @Nullable String> headers);
 }

@@ -60,10 +60,15 @@ final class Schema {
     return statements;
   }
 
+  /** How often the script is run again after a concurrent creator raced it (MariaDB, H2). */
+  private static final int RACE_RETRIES = 3;
+
   /**
    * Creates the tables if they do not exist. On PostgreSQL the script runs in one transaction under
    * an advisory lock, because concurrent {@code CREATE TABLE IF NOT EXISTS} of the same table can
-   * fail there; MariaDB and H2 serialise DDL on the table themselves.
+   * fail there. MariaDB and H2 have no such lock; there, two instances creating the same object at
+   * once can make one of them fail with "already exists" even with {@code IF NOT EXISTS} (seen with
+   * H2's CREATE INDEX), so the script, whose every statement is idempotent, is run again.
    */
   static void create(Connection c, JdbcDialect dialect, Statements sql) throws SQLException {
     List<String> script = script(dialect, sql.prefix);
@@ -79,7 +84,16 @@ final class Schema {
             return null;
           });
     } else {
-      runAll(c, script);
+      for (int attempt = 0; ; attempt++) {
+        try {
+          runAll(c, script);
+          return;
+        } catch (SQLException e) {
+          if (attempt >= RACE_RETRIES) {
+            throw e;
+          }
+        }
+      }
     }
   }
 

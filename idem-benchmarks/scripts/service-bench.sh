@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The service benchmark: `idem serve` with the memory store and with RocksDB (group commit), and a
+# bare Jetty 12 endpoint on the same server library (the anchor), each driven over loopback by wrk
+# with 50% duplicate events. Alternates bare / memory / rocksdb, ROUNDS times, and for each prints
+# the maximum requests/s with p50/p99 latency, then p50/p99 at half that rate (paced connections).
+#
+#   idem-benchmarks/scripts/service-bench.sh            # defaults below; needs wrk (apt-get install wrk)
+#   DURATION=30s CONNECTIONS=64 ROUNDS=2 idem-benchmarks/scripts/service-bench.sh
+#
+# Idem's pipeline: key source.id, sliding 1h window, sync delivery to a JSON-lines file in a temp
+# directory (no network hop downstream: the figure is ingress + JSON check + key + dedup + delivery
+# to a local file + settle). The first WARMUP seconds after each start are not measured (JIT).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+DURATION="${DURATION:-20s}"
+WARMUP="${WARMUP:-15s}"
+THREADS="${THREADS:-2}"
+CONNECTIONS="${CONNECTIONS:-32}"
+ROUNDS="${ROUNDS:-2}"
+JVM_OPTS="${JVM_OPTS:--Xms512m -Xmx1g -XX:+UseParallelGC}"
+PORT_BARE="${PORT_BARE:-18090}"
+PORT_IDEM="${PORT_IDEM:-18091}"
+lua="$root/idem-benchmarks/scripts/service-dup50.lua"
+
+command -v wrk >/dev/null || { echo "service-bench: wrk is missing; apt-get install -y wrk" >&2; exit 2; }
+java="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+jar="$root/idem-server/target/idem.jar"
+if [ ! -f "$jar" ] || [ ! -d "$root/idem-benchmarks/target/classes/dev/idem/benchmarks" ] || [ "${REBUILD:-0}" = 1 ]; then
+  ./mvnw -B -q -pl idem-server,idem-benchmarks -am package -DskipTests
+fi
+
+work="$(mktemp -d /tmp/idem-service-bench.XXXXXX)"
+pid=""
+cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+config() { # $1 = store block, $2 = name of the delivered-events file
+  cat <<YAML
+server: { host: 127.0.0.1, port: $PORT_IDEM }
+store: $1
+pipelines:
+  - id: bench
+    source: { webhook: { path: /hooks/bench } }
+    dedup: { key: source.id, window: 1h }
+    deliver: { mode: sync, file: { path: $work/delivered-$2.jsonl } }
+YAML
+}
+config "{ type: memory, max_keys: 1000000 }" memory > "$work/memory.yaml"
+
+wait_up() { # $1 = url
+  for _ in $(seq 1 100); do
+    if [ "$(curl -s -o /dev/null -w '%{http_code}' "$1" || true)" != "000" ]; then return 0; fi
+    sleep 0.2
+  done
+  echo "service-bench: $1 did not come up" >&2; exit 1
+}
+
+start() { # $1 = target
+  case "$1" in
+    bare)
+      "$java" $JVM_OPTS -cp "$jar:$root/idem-benchmarks/target/classes" \
+        dev.idem.benchmarks.ServiceBareEndpoint "$PORT_BARE" 2>"$work/bare.log" &
+      pid=$!; url="http://127.0.0.1:$PORT_BARE/hooks/bench"; wait_up "$url" ;;
+    memory|rocksdb)
+      rm -f "$work/delivered-$1.jsonl"
+      if [ "$1" = rocksdb ]; then
+        rm -rf "$work/data"
+        config "{ type: rocksdb, path: $work/data, durability: group-commit }" rocksdb > "$work/rocksdb.yaml"
+      fi
+      JAVA_OPTS="$JVM_OPTS" IDEM_LOG_LEVEL=warn "$root/bin/idem" serve --config "$work/$1.yaml" \
+        >/dev/null 2>"$work/$1.log" &
+      pid=$!; url="http://127.0.0.1:$PORT_IDEM/hooks/bench"; wait_up "http://127.0.0.1:$PORT_IDEM/health" ;;
+  esac
+}
+
+stop() {
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  pid=""
+}
+
+run_wrk() { # $1 = url, $2 = prefix, $3 = duration, $4 = delay ms (CONNECTIONS may be overridden)
+  local c="${CONNECTIONS}"
+  [ "$c" -lt "$THREADS" ] && c="$THREADS"
+  wrk -t"$THREADS" -c"$c" -d"$3" --timeout 5s -s "$lua" "$1" -- "$2" "$4" | grep '^RESULT'
+}
+
+field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
+
+echo "# service benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+echo "# java: $("$java" -version 2>&1 | head -1); wrk -t$THREADS -c$CONNECTIONS -d$DURATION; JVM_OPTS=$JVM_OPTS"
+echo "# cores: $(nproc)"
+printf '%-5s %-8s %10s %8s %8s %7s | %9s %8s %8s %7s | %s\n' \
+  round target max_rps p50_ms p99_ms non2xx half_rps p50_ms p99_ms non2xx loadavg_before
+for round in $(seq 1 "$ROUNDS"); do
+  for target in bare memory rocksdb; do
+    load="$(cut -d' ' -f1-3 /proc/loadavg)"
+    start "$target"
+    run_wrk "$url" "warm$round$target" "$WARMUP" 0 >/dev/null
+    max="$(run_wrk "$url" "max$round$target" "$DURATION" 0)"
+    rps="$(field rps "$max")"
+    # Half the maximum rate, paced: HALF_CONNECTIONS connections each send one request every
+    # 8 ms (wrk's delay() has whole-millisecond resolution, so the period must be several ms).
+    half_c="$(awk -v r="$rps" 'BEGIN { c = int(r / 2 * 8 / 1000 + 0.5); printf "%d", (c < 1 ? 1 : c) }')"
+    pace="$(awk -v p="$(field p50_us "$max")" 'BEGIN { d = 8 - p / 1000; printf "%d", (d < 1 ? 1 : d + 0.5) }')"
+    half="$(CONNECTIONS="$half_c" run_wrk "$url" "half$round$target" "$DURATION" "$pace")"
+    stop
+    printf '%-5s %-8s %10s %8.2f %8.2f %7s | %9s %8.2f %8.2f %7s | %s\n' "$round" "$target" \
+      "$rps" "$(bc -l <<<"$(field p50_us "$max")/1000")" "$(bc -l <<<"$(field p99_us "$max")/1000")" \
+      "$(field non2xx "$max")" "$(field rps "$half")" "$(bc -l <<<"$(field p50_us "$half")/1000")" \
+      "$(bc -l <<<"$(field p99_us "$half")/1000")" "$(field non2xx "$half")" "$load"
+  done
+done

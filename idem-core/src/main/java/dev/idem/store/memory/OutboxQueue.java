@@ -1,0 +1,112 @@
+package dev.idem.store.memory;
+
+import dev.idem.DedupKey;
+import dev.idem.spi.DeadLetter;
+import dev.idem.spi.OutboxRecord;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * One outbox queue of the memory store: entries in append order (ids grow with it), and the dead
+ * letters given up on. Every method is synchronized on the queue; {@link MemoryDedupStore} appends
+ * while holding the commit's segment monitor (segment, then queue: never the other way round).
+ */
+final class OutboxQueue {
+  private final String name;
+  private final int deadLetterLimit;
+  private final LinkedHashMap<Long, Entry> entries = new LinkedHashMap<>();
+  private final ArrayDeque<DeadLetter> deadLetters = new ArrayDeque<>();
+  private long lastId;
+
+  OutboxQueue(String name, int deadLetterLimit) {
+    this.name = name;
+    this.deadLetterLimit = deadLetterLimit;
+  }
+
+  private static final class Entry {
+    final long id;
+    final DedupKey key;
+    final byte[] payload;
+    final long enqueuedAtMillis;
+    int attempts;
+    long claimedUntilMillis = Long.MIN_VALUE;
+    long notBeforeMillis = Long.MIN_VALUE;
+    @Nullable String lastError;
+
+    Entry(long id, DedupKey key, byte[] payload, long enqueuedAtMillis) {
+      this.id = id;
+      this.key = key;
+      this.payload = payload;
+      this.enqueuedAtMillis = enqueuedAtMillis;
+    }
+  }
+
+  synchronized void append(DedupKey key, byte[] payload, long nowMillis) {
+    long id = ++lastId;
+    entries.put(id, new Entry(id, key, payload, nowMillis));
+  }
+
+  synchronized List<OutboxRecord> claim(int max, long nowMillis, long claimMillis) {
+    List<OutboxRecord> out = new ArrayList<>(Math.min(max, 16));
+    long until = nowMillis + claimMillis;
+    if (until < nowMillis) {
+      until = Long.MAX_VALUE;
+    }
+    for (Iterator<Entry> it = entries.values().iterator(); it.hasNext() && out.size() < max; ) {
+      Entry e = it.next();
+      if (e.claimedUntilMillis <= nowMillis && e.notBeforeMillis <= nowMillis) {
+        e.claimedUntilMillis = until;
+        e.attempts++;
+        out.add(
+            new OutboxRecord(
+                e.id, name, e.key, e.payload, e.attempts, e.enqueuedAtMillis, e.lastError));
+      }
+    }
+    return out;
+  }
+
+  synchronized boolean acknowledge(long id) {
+    return entries.remove(id) != null;
+  }
+
+  synchronized void reschedule(long id, long notBeforeMillis, String error) {
+    Entry e = entries.get(id);
+    if (e != null) {
+      e.claimedUntilMillis = Long.MIN_VALUE;
+      e.notBeforeMillis = notBeforeMillis;
+      e.lastError = error;
+    }
+  }
+
+  synchronized void deadLetter(long id, String reason, long nowMillis) {
+    Entry e = entries.remove(id);
+    if (e == null) {
+      return;
+    }
+    if (deadLetters.size() == deadLetterLimit) {
+      deadLetters.removeFirst();
+    }
+    deadLetters.addLast(
+        new DeadLetter(
+            e.id, name, e.key, e.payload, e.attempts, e.enqueuedAtMillis, nowMillis, reason));
+  }
+
+  synchronized List<DeadLetter> deadLetters(int limit) {
+    List<DeadLetter> out = new ArrayList<>(Math.min(limit, deadLetters.size()));
+    for (DeadLetter d : deadLetters) {
+      if (out.size() == limit) {
+        break;
+      }
+      out.add(d);
+    }
+    return out;
+  }
+
+  synchronized long depth() {
+    return entries.size();
+  }
+}

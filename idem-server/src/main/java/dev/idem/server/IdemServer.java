@@ -1,0 +1,187 @@
+package dev.idem.server;
+
+import dev.idem.server.config.ServerSettings;
+import dev.idem.server.http.AdminApi;
+import dev.idem.server.http.HealthCheck;
+import dev.idem.server.http.IdemHandler;
+import dev.idem.server.pipeline.Pipeline;
+import java.net.URI;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.eclipse.jetty.http.UriCompliance;
+import org.eclipse.jetty.server.HttpConfiguration;
+import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.server.handler.GracefulHandler;
+import org.eclipse.jetty.util.VirtualThreads;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The running service: a Jetty 12 server (core handlers, no servlets) in front of a {@link
+ * ServiceRuntime}. On Java 21+ requests run on virtual threads (detected at run time: Idem is
+ * compiled for Java 17); on 17-20 on a bounded pool of {@code server.max_threads} platform threads.
+ *
+ * <p>{@link #close()} shuts down gracefully: the listener stops accepting, requests in flight get
+ * up to {@code server.shutdown_timeout} to finish, then background deliveries stop and sinks and
+ * stores are closed.
+ */
+public final class IdemServer implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(IdemServer.class);
+
+  private final Server jetty;
+  private final ServerConnector connector;
+  private final ServiceRuntime runtime;
+  private final ServerSettings settings;
+  private final boolean virtualThreads;
+
+  private IdemServer(ServerSettings settings, ServiceRuntime runtime) {
+    this.settings = settings;
+    this.runtime = runtime;
+    QueuedThreadPool pool = new QueuedThreadPool(settings.maxThreads(), 8);
+    pool.setName("idem-http");
+    this.virtualThreads = VirtualThreads.areSupported();
+    if (virtualThreads) {
+      pool.setVirtualThreadsExecutor(VirtualThreads.getNamedVirtualThreadsExecutor("idem-request"));
+    }
+    this.jetty = new Server(pool);
+    HttpConfiguration http = new HttpConfiguration();
+    http.setSendServerVersion(false);
+    http.setSendDateHeader(false);
+    // Admin URLs carry raw key values, URL-encoded, which may contain '/', '%' or '.'.
+    http.setUriCompliance(
+        UriCompliance.DEFAULT.with(
+            "idem",
+            UriCompliance.Violation.AMBIGUOUS_PATH_SEPARATOR,
+            UriCompliance.Violation.AMBIGUOUS_PATH_ENCODING,
+            UriCompliance.Violation.AMBIGUOUS_PATH_SEGMENT,
+            UriCompliance.Violation.AMBIGUOUS_EMPTY_SEGMENT,
+            UriCompliance.Violation.SUSPICIOUS_PATH_CHARACTERS));
+    this.connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
+    connector.setHost(settings.host());
+    connector.setPort(settings.port());
+    // On shutdown, idle keep-alive connections close after this; busy ones finish first.
+    connector.setShutdownIdleTimeout(
+        Math.min(250, Math.max(1, settings.shutdownTimeout().toMillis())));
+    jetty.addConnector(connector);
+
+    Map<String, Pipeline> byId = new LinkedHashMap<>();
+    runtime.pipelines().forEach(p -> byId.put(p.id(), p));
+    AdminApi admin =
+        settings.adminToken() == null
+            ? null
+            : new AdminApi(settings.adminToken(), byId, runtime.metrics(), runtime.outboxDecoder());
+    IdemHandler handler =
+        new IdemHandler(
+            runtime.pipelines(),
+            runtime.metrics(),
+            admin,
+            new HealthCheck(runtime.stores()),
+            runtime.prometheus());
+    jetty.setHandler(new GracefulHandler(handler));
+    jetty.setStopTimeout(settings.shutdownTimeout().toMillis());
+    jetty.setStopAtShutdown(false);
+  }
+
+  /**
+   * Starts serving a runtime. On failure the runtime is closed.
+   *
+   * @param settings the listener settings
+   * @param runtime what to serve; owned by the server from now on
+   * @return the running server
+   * @throws IllegalStateException if the port cannot be bound
+   */
+  public static IdemServer start(ServerSettings settings, ServiceRuntime runtime) {
+    IdemServer server = new IdemServer(settings, runtime);
+    try {
+      server.jetty.start();
+    } catch (Exception e) {
+      try {
+        server.jetty.stop();
+      } catch (Exception ignored) {
+        // Starting failed; stopping what started is best effort.
+      }
+      runtime.close();
+      throw new IllegalStateException(
+          "cannot listen on "
+              + settings.host()
+              + ":"
+              + settings.port()
+              + " ("
+              + e.getMessage()
+              + "); pick another server.port or stop what uses it",
+          e);
+    }
+    LOG.info(
+        "idem listening on http://{}:{} ({} {}; request threads: {}; admin API {})",
+        settings.host(),
+        server.port(),
+        runtime.pipelines().size(),
+        runtime.pipelines().size() == 1 ? "pipeline" : "pipelines",
+        server.virtualThreads ? "virtual" : "platform, at most " + settings.maxThreads(),
+        settings.adminToken() == null ? "off" : "on");
+    return server;
+  }
+
+  /**
+   * Returns the port listened on (the one picked, if the config said 0).
+   *
+   * @return the local port
+   */
+  public int port() {
+    return connector.getLocalPort();
+  }
+
+  /**
+   * Returns the base URI for loopback clients.
+   *
+   * @return e.g. {@code http://127.0.0.1:8080}
+   */
+  public URI uri() {
+    String host =
+        settings.host().equals("0.0.0.0") || settings.host().equals("::")
+            ? "127.0.0.1"
+            : settings.host();
+    return URI.create("http://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + port());
+  }
+
+  /**
+   * Returns whether requests run on virtual threads.
+   *
+   * @return true on Java 21+
+   */
+  public boolean virtualThreads() {
+    return virtualThreads;
+  }
+
+  /**
+   * Returns what the server serves.
+   *
+   * @return the runtime
+   */
+  public ServiceRuntime runtime() {
+    return runtime;
+  }
+
+  /**
+   * Stops gracefully: no new requests, requests in flight finish (up to the shutdown timeout), then
+   * the runtime is closed. Idempotent.
+   */
+  @Override
+  public synchronized void close() {
+    if (jetty.isStopped()) {
+      return;
+    }
+    // With a stop timeout, Jetty's stop is graceful: connectors stop accepting first, then the
+    // GracefulHandler waits (up to the timeout) for requests in flight.
+    try {
+      jetty.stop();
+    } catch (Exception e) {
+      LOG.warn("stopping the HTTP listener failed: {}", e.toString());
+    }
+    runtime.close();
+    LOG.info("idem stopped");
+  }
+}

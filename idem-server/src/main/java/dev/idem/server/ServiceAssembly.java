@@ -1,0 +1,237 @@
+package dev.idem.server;
+
+import dev.idem.DedupListener;
+import dev.idem.Deduplicator;
+import dev.idem.IdemConfigException;
+import dev.idem.Scope;
+import dev.idem.TimeSource;
+import dev.idem.key.CanonicalJson;
+import dev.idem.ordering.LocalOrderingGate;
+import dev.idem.ordering.OrderingConfig;
+import dev.idem.ordering.OrderingGate;
+import dev.idem.server.config.DedupMode;
+import dev.idem.server.config.DedupSettings;
+import dev.idem.server.config.DeliveryMode;
+import dev.idem.server.config.IdemConfig;
+import dev.idem.server.config.OrderingSettings;
+import dev.idem.server.config.PipelineSettings;
+import dev.idem.server.config.StoreSettings;
+import dev.idem.server.deliver.DeliveryListener;
+import dev.idem.server.deliver.Sink;
+import dev.idem.server.metrics.IdemMetrics;
+import dev.idem.server.pipeline.Deliverer;
+import dev.idem.server.pipeline.EventKeys;
+import dev.idem.server.pipeline.Pipeline;
+import dev.idem.server.signature.SignatureVerifier;
+import dev.idem.server.transform.Transform;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.OutboxStore;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Builds a {@link ServiceRuntime} from a config: opens each distinct store once, builds every
+ * pipeline's key rule, dedup step, ordering gate, transform, sink and deliverer, and starts the
+ * background deliverers of asynchronous pipelines. If anything fails, what was opened is closed
+ * again and the error names the pipeline.
+ */
+public final class ServiceAssembly {
+  private ServiceAssembly() {}
+
+  /**
+   * Assembles the service with the default edge and the system clock.
+   *
+   * @param config the config
+   * @return the runtime, not yet serving
+   * @throws IdemConfigException if a store cannot be opened or a part cannot be built
+   */
+  public static ServiceRuntime assemble(IdemConfig config) {
+    return assemble(config, new DefaultEdge(), TimeSource.system());
+  }
+
+  /**
+   * Assembles the service.
+   *
+   * @param config the config
+   * @param edge makes sinks, deliverers, verifiers, transforms
+   * @param time the clock
+   * @return the runtime, not yet serving
+   * @throws IdemConfigException if a store cannot be opened or a part cannot be built
+   */
+  public static ServiceRuntime assemble(IdemConfig config, Edge edge, TimeSource time) {
+    PrometheusMeterRegistry prometheus = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    IdemMetrics metrics = new IdemMetrics(prometheus);
+    List<AutoCloseable> background = new ArrayList<>();
+    JvmGcMetrics gc = new JvmGcMetrics();
+    gc.bindTo(prometheus);
+    background.add(gc);
+    new JvmMemoryMetrics().bindTo(prometheus);
+    new JvmThreadMetrics().bindTo(prometheus);
+    new ProcessorMetrics().bindTo(prometheus);
+    new UptimeMetrics().bindTo(prometheus);
+
+    DedupListener listener = metrics.dedupListener();
+    Map<StoreSettings, DedupStore> stores = StoreRegistry.open(wanted(config), listener, time);
+    List<AutoCloseable> sinks = new ArrayList<>();
+    List<Pipeline> pipelines = new ArrayList<>();
+    try {
+      for (PipelineSettings p : config.pipelines()) {
+        pipelines.add(pipeline(config, p, stores, edge, time, metrics, background, sinks));
+      }
+    } catch (RuntimeException e) {
+      new ServiceRuntime(
+              List.of(),
+              new ArrayList<>(stores.values()),
+              background,
+              sinks,
+              metrics,
+              prometheus,
+              edge::decode)
+          .close();
+      throw e;
+    }
+    return new ServiceRuntime(
+        pipelines,
+        new ArrayList<>(stores.values()),
+        background,
+        sinks,
+        metrics,
+        prometheus,
+        edge::decode);
+  }
+
+  /**
+   * Builds only a pipeline's key rule (for {@code idem key}, {@code inspect}, {@code forget}).
+   *
+   * @param p the pipeline
+   * @param edge makes the signature verifier whose delivery id is the default key
+   * @param time the clock
+   * @return the key rule
+   * @throws IdemConfigException if the rule does not parse
+   */
+  public static EventKeys keys(PipelineSettings p, Edge edge, TimeSource time) {
+    SignatureVerifier verifier =
+        p.webhook().signature() == null
+            ? null
+            : edge.verifier(Objects.requireNonNull(p.webhook().signature()), time);
+    return PipelineKeys.of(p.dedup() == null ? null : p.dedup().key(), verifier);
+  }
+
+  /**
+   * Opens one store on its own (for {@code idem inspect} and {@code forget}).
+   *
+   * @param settings the store
+   * @return the open store; the caller closes it
+   * @throws IdemConfigException if it cannot be opened
+   */
+  public static DedupStore openStore(StoreSettings settings) {
+    return StoreRegistry.open(Map.of(settings, Map.of()), DedupListener.NOOP, TimeSource.system())
+        .get(settings);
+  }
+
+  /** Each store used by a dedup step, with the memory bound of each pipeline on it. */
+  static Map<StoreSettings, Map<Scope, Long>> wanted(IdemConfig config) {
+    Map<StoreSettings, Map<Scope, Long>> wanted = new LinkedHashMap<>();
+    for (PipelineSettings p : config.pipelines()) {
+      DedupSettings d = p.dedup();
+      if (d == null) {
+        continue;
+      }
+      Map<Scope, Long> bounds = wanted.computeIfAbsent(config.storeOf(p), s -> new HashMap<>());
+      if (d.maxKeys() != null) {
+        bounds.put(Scope.of(p.id()), d.maxKeys());
+      }
+    }
+    return wanted;
+  }
+
+  private static Pipeline pipeline(
+      IdemConfig config,
+      PipelineSettings p,
+      Map<StoreSettings, DedupStore> stores,
+      Edge edge,
+      TimeSource time,
+      IdemMetrics metrics,
+      List<AutoCloseable> background,
+      List<AutoCloseable> sinks) {
+    try {
+      metrics.pipeline(p.id());
+      SignatureVerifier verifier =
+          p.webhook().signature() == null
+              ? null
+              : edge.verifier(Objects.requireNonNull(p.webhook().signature()), time);
+      DedupSettings d = p.dedup();
+      Pipeline.Builder b =
+          Pipeline.builder(p)
+              .verifier(verifier)
+              .keys(PipelineKeys.of(d == null ? null : d.key(), verifier))
+              .listener(metrics.dedupListener())
+              .meters(metrics.pipeline(p.id()))
+              .timeSource(time);
+      OutboxStore outbox = null;
+      if (d != null) {
+        DedupStore store = Objects.requireNonNull(stores.get(config.storeOf(p)));
+        Deduplicator dedup =
+            Deduplicator.builder(store, Scope.of(p.id()))
+                .config(d.config())
+                .timeSource(time)
+                .listener(metrics.dedupListener())
+                .build();
+        if (store instanceof OutboxStore o && store.capabilities().outbox()) {
+          outbox = o;
+        }
+        b.dedup(dedup, outbox);
+        if (d.mode() == DedupMode.REPLAY) {
+          b.fingerprints(CanonicalJson::fingerprint);
+        }
+      }
+      OrderingSettings o = p.ordering();
+      if (o != null) {
+        OrderingGate gate =
+            LocalOrderingGate.create(
+                OrderingConfig.custom()
+                    .mode(
+                        o.mode() == dev.idem.server.config.OrderingMode.STRICT
+                            ? dev.idem.ordering.OrderingMode.STRICT
+                            : dev.idem.ordering.OrderingMode.BEST_EFFORT)
+                    .lockTtl(o.lockTtl())
+                    .build());
+        background.add(gate);
+        b.ordering(new GateOrdering(PipelineKeys.rule(o.key()), gate));
+      }
+      if (p.jq() != null) {
+        Transform t = edge.transform(Objects.requireNonNull(p.jq()));
+        b.transform(t);
+      }
+      Sink sink = edge.sink(p.id(), p.deliver().sink());
+      sinks.add(sink);
+      DeliveryListener deliveries = metrics.deliveryListener();
+      Deliverer deliverer = edge.deliverer(sink, p.deliver().retry(), deliveries);
+      b.deliverer(deliverer);
+      if (p.deliver().mode() == DeliveryMode.ASYNC) {
+        OutboxStore box = Objects.requireNonNull(outbox, "async delivery needs an outbox");
+        b.outboxEncoder(edge::encode);
+        String queue = p.id();
+        metrics.outboxDepth(queue, box, ob -> ob.depth(queue));
+        Edge.Dispatcher dispatcher =
+            edge.dispatcher(queue, box, sink, p.deliver().retry(), deliveries);
+        background.add(dispatcher);
+        b.onEnqueued(dispatcher::wakeUp);
+      }
+      return b.build();
+    } catch (IdemConfigException e) {
+      throw new IdemConfigException("pipeline " + p.id() + ": " + e.getMessage());
+    }
+  }
+}

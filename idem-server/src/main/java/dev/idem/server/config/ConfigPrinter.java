@@ -1,0 +1,173 @@
+package dev.idem.server.config;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import com.fasterxml.jackson.dataformat.yaml.YAMLGenerator;
+import dev.idem.DedupConfig;
+import dev.idem.server.deliver.RetryPolicy;
+import dev.idem.server.signature.SignatureSettings;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Prints a config as YAML with every default filled in and every secret replaced by {@code ***}
+ * (admin token, signature secrets, passwords, credentials in URLs, credential headers): what {@code
+ * idem check-config} shows. The output is itself a valid config, secrets aside.
+ */
+public final class ConfigPrinter {
+  private static final ObjectMapper YAML =
+      new ObjectMapper(
+          YAMLFactory.builder()
+              .disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER)
+              .enable(YAMLGenerator.Feature.MINIMIZE_QUOTES)
+              .build());
+
+  private ConfigPrinter() {}
+
+  /**
+   * Returns the effective config as YAML, secrets masked.
+   *
+   * @param config the config
+   * @return the YAML text
+   */
+  public static String toYaml(IdemConfig config) {
+    Map<String, Object> root = new LinkedHashMap<>();
+    ServerSettings s = config.server();
+    Map<String, Object> server = new LinkedHashMap<>();
+    server.put("host", s.host());
+    server.put("port", s.port());
+    server.put("admin_token", s.adminToken() == null ? null : Masking.MASK);
+    server.put("max_threads", s.maxThreads());
+    server.put("shutdown_timeout", Durations.format(s.shutdownTimeout()));
+    if (s.logLevel() != null) {
+      server.put("log_level", s.logLevel());
+    }
+    root.put("server", server);
+    root.put("store", store(config.store()));
+    List<Object> pipelines = new ArrayList<>();
+    for (PipelineSettings p : config.pipelines()) {
+      pipelines.add(pipeline(p));
+    }
+    root.put("pipelines", pipelines);
+    try {
+      return YAML.writeValueAsString(root);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("cannot print the config", e);
+    }
+  }
+
+  private static Map<String, Object> store(StoreSettings st) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("type", st.type().configName());
+    if (st.path() != null) {
+      m.put("path", st.path().toString());
+    }
+    if (st.durability() != null) {
+      m.put("durability", st.durability().configName());
+    }
+    if (st.url() != null) {
+      m.put("url", Masking.url(st.url()));
+    }
+    if (st.prefix() != null) {
+      m.put("prefix", st.prefix());
+    }
+    if (st.username() != null) {
+      m.put("username", st.username());
+    }
+    if (st.password() != null) {
+      m.put("password", Masking.MASK);
+    }
+    if (st.maxKeys() != null) {
+      m.put("max_keys", st.maxKeys());
+    }
+    return m;
+  }
+
+  private static Map<String, Object> pipeline(PipelineSettings p) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("id", p.id());
+    Map<String, Object> webhook = new LinkedHashMap<>();
+    webhook.put("path", p.webhook().path());
+    webhook.put("max_body", DataSizes.format(p.webhook().maxBody()));
+    webhook.put("max_depth", p.webhook().maxDepth());
+    SignatureSettings sig = p.webhook().signature();
+    if (sig != null) {
+      Map<String, Object> sm = new LinkedHashMap<>();
+      sm.put("scheme", sig.scheme().configName());
+      sm.put("secret", Masking.MASK);
+      sm.put("tolerance", Durations.format(sig.tolerance()));
+      webhook.put("signature", sm);
+    }
+    m.put("source", Map.of("webhook", webhook));
+    DedupSettings d = p.dedup();
+    if (d != null) {
+      Map<String, Object> dm = new LinkedHashMap<>();
+      if (d.key() != null) {
+        dm.put("key", d.key().composite() ? d.key().expressions() : d.key().expressions().get(0));
+      }
+      DedupConfig c = d.config();
+      dm.put("window", c.ttl() == null ? "none" : Durations.format(c.ttl()));
+      dm.put("expiry", c.expiry().name().toLowerCase(java.util.Locale.ROOT));
+      if (d.maxKeys() != null) {
+        dm.put("max_keys", d.maxKeys());
+      }
+      dm.put("lease", Durations.format(c.lease()));
+      dm.put("mode", d.mode().configName());
+      if (d.store() != null) {
+        dm.put("store", store(d.store()));
+      }
+      m.put("dedup", dm);
+    }
+    OrderingSettings o = p.ordering();
+    if (o != null) {
+      Map<String, Object> om = new LinkedHashMap<>();
+      om.put("key", o.key().composite() ? o.key().expressions() : o.key().expressions().get(0));
+      om.put("mode", o.mode().configName());
+      om.put("lock_ttl", Durations.format(o.lockTtl()));
+      m.put("ordering", om);
+    }
+    if (p.jq() != null) {
+      m.put("transform", Map.of("jq", p.jq()));
+    }
+    Map<String, Object> dv = new LinkedHashMap<>();
+    DeliverSettings del = p.deliver();
+    dv.put("mode", del.mode().configName());
+    RetryPolicy r = del.retry();
+    dv.put("retries", r.retries());
+    dv.put("backoff", Durations.format(r.initialBackoff()));
+    dv.put("max_backoff", Durations.format(r.maxBackoff()));
+    SinkSettings sink = del.sink();
+    if (sink instanceof SinkSettings.Http h) {
+      Map<String, Object> hm = new LinkedHashMap<>();
+      hm.put("url", Masking.url(h.url().toString()));
+      if (!h.headers().isEmpty()) {
+        Map<String, String> headers = new TreeMap<>();
+        h.headers().forEach((k, v) -> headers.put(k, Masking.isSecretHeader(k) ? Masking.MASK : v));
+        hm.put("headers", headers);
+      }
+      hm.put("timeout", Durations.format(h.timeout()));
+      dv.put("http", hm);
+    } else if (sink instanceof SinkSettings.File f) {
+      dv.put("file", Map.of("path", f.path().toString()));
+    } else if (sink instanceof SinkSettings.Jdbc j) {
+      Map<String, Object> jm = new LinkedHashMap<>();
+      jm.put("url", Masking.url(j.url()));
+      jm.put("table", j.table());
+      if (j.username() != null) {
+        jm.put("username", j.username());
+      }
+      if (j.password() != null) {
+        jm.put("password", Masking.MASK);
+      }
+      dv.put("jdbc", jm);
+    } else {
+      dv.put("stdout", Map.of());
+    }
+    m.put("deliver", dv);
+    return m;
+  }
+}

@@ -1,0 +1,38 @@
+package dev.idem.server.config;
+
+import dev.idem.DedupConfig;
+import dev.idem.IdemConfigException;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A pipeline's dedup step ({@code dedup}).
+ *
+ * @param key the key rule, or null for the default key (the provider's delivery id when a signature
+ *     scheme is set, else the canonical body hash)
+ * @param config the window, expiry and lease
+ * @param maxKeys memory store only: the bound on committed keys of this pipeline, or null for the
+ *     store's default
+ * @param mode drop or replay
+ * @param store a store for this pipeline only, or null to use the service's
+ */
+public record DedupSettings(
+    @Nullable KeySpec key,
+    DedupConfig config,
+    @Nullable Long maxKeys,
+    DedupMode mode,
+    @Nullable StoreSettings store) {
+
+  /**
+   * Validates the fields.
+   *
+   * @throws IdemConfigException naming the field
+   */
+  public DedupSettings {
+    Objects.requireNonNull(config, "config");
+    Objects.requireNonNull(mode, "mode");
+    if (maxKeys != null && maxKeys < 1) {
+      throw new IdemConfigException("max_keys must be at least 1, got " + maxKeys);
+    }
+  }
+}

@@ -1,0 +1,277 @@
+package dev.idem.server.config;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.List;
+import java.util.Map;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The YAML binding layer: mutable classes that mirror the file's structure field for field (YAML
+ * {@code snake_case} names map to these camelCase fields). They hold what was written, unvalidated;
+ * {@link ConfigConverter} turns them into {@link IdemConfig}. Not for use outside config loading.
+ */
+public final class IdemProperties {
+  /** Creates an empty binding target (Jackson fills it). */
+  public IdemProperties() {}
+
+  /** {@code server}. */
+  public @Nullable ServerProperties server;
+
+  /** {@code store}. */
+  public @Nullable StoreProperties store;
+
+  /** {@code pipelines}. */
+  public @Nullable List<PipelineProperties> pipelines;
+
+  /** {@code server}: the HTTP listener and the admin API. */
+  public static final class ServerProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public ServerProperties() {}
+
+    /** {@code host}. */
+    public @Nullable String host;
+
+    /** {@code port}. */
+    public @Nullable Integer port;
+
+    /** {@code admin_token}. */
+    public @Nullable String adminToken;
+
+    /** {@code max_threads}. */
+    public @Nullable Integer maxThreads;
+
+    /** {@code shutdown_timeout}. */
+    public @Nullable String shutdownTimeout;
+
+    /** {@code log_level}. */
+    public @Nullable String logLevel;
+  }
+
+  /** {@code store} and {@code dedup.store}: where keys (and the outbox) are kept. */
+  public static final class StoreProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public StoreProperties() {}
+
+    /** {@code type}. */
+    public @Nullable String type;
+
+    /** {@code path} (rocksdb). */
+    public @Nullable String path;
+
+    /** {@code durability} (rocksdb). */
+    public @Nullable String durability;
+
+    /** {@code url} (redis, jdbc). */
+    public @Nullable String url;
+
+    /** {@code prefix} (redis). */
+    public @Nullable String prefix;
+
+    /** {@code username} (jdbc). */
+    public @Nullable String username;
+
+    /** {@code password} (jdbc). */
+    public @Nullable String password;
+
+    /** {@code max_keys} (memory: the default bound per pipeline). */
+    public @Nullable Long maxKeys;
+  }
+
+  /** One entry of {@code pipelines}. */
+  public static final class PipelineProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public PipelineProperties() {}
+
+    /** {@code id}. */
+    public @Nullable String id;
+
+    /** {@code source}. */
+    public @Nullable SourceProperties source;
+
+    /** {@code dedup}. */
+    public @Nullable DedupProperties dedup;
+
+    /** {@code ordering}. */
+    public @Nullable OrderingProperties ordering;
+
+    /** {@code transform}. */
+    public @Nullable TransformProperties transform;
+
+    /** {@code deliver}. */
+    public @Nullable DeliverProperties deliver;
+  }
+
+  /** {@code source}: where events come from. */
+  public static final class SourceProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public SourceProperties() {}
+
+    /** {@code webhook}. */
+    public @Nullable WebhookProperties webhook;
+  }
+
+  /** {@code source.webhook}. */
+  public static final class WebhookProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public WebhookProperties() {}
+
+    /** {@code path}. */
+    public @Nullable String path;
+
+    /** {@code max_body}. */
+    public @Nullable String maxBody;
+
+    /** {@code max_depth}. */
+    public @Nullable Integer maxDepth;
+
+    /** {@code signature}. */
+    public @Nullable SignatureProperties signature;
+  }
+
+  /** {@code source.webhook.signature}. */
+  public static final class SignatureProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public SignatureProperties() {}
+
+    /** {@code scheme}. */
+    public @Nullable String scheme;
+
+    /** {@code secret}. */
+    public @Nullable String secret;
+
+    /** {@code tolerance}. */
+    public @Nullable String tolerance;
+  }
+
+  /** {@code dedup}. */
+  public static final class DedupProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public DedupProperties() {}
+
+    /** {@code key}: a string or a list of strings. */
+    public @Nullable JsonNode key;
+
+    /** {@code window}. */
+    public @Nullable String window;
+
+    /** {@code expiry}. */
+    public @Nullable String expiry;
+
+    /** {@code max_keys}. */
+    public @Nullable Long maxKeys;
+
+    /** {@code lease}. */
+    public @Nullable String lease;
+
+    /** {@code mode}. */
+    public @Nullable String mode;
+
+    /** {@code store}. */
+    public @Nullable StoreProperties store;
+  }
+
+  /** {@code ordering}. */
+  public static final class OrderingProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public OrderingProperties() {}
+
+    /** {@code key}: a string or a list of strings. */
+    public @Nullable JsonNode key;
+
+    /** {@code mode}. */
+    public @Nullable String mode;
+
+    /** {@code lock_ttl}. */
+    public @Nullable String lockTtl;
+  }
+
+  /** {@code transform}. */
+  public static final class TransformProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public TransformProperties() {}
+
+    /** {@code jq}. */
+    public @Nullable String jq;
+  }
+
+  /** {@code deliver}. */
+  public static final class DeliverProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public DeliverProperties() {}
+
+    /** {@code mode}. */
+    public @Nullable String mode;
+
+    /** {@code retries}. */
+    public @Nullable Integer retries;
+
+    /** {@code backoff}. */
+    public @Nullable String backoff;
+
+    /** {@code max_backoff}. */
+    public @Nullable String maxBackoff;
+
+    /** {@code http}. */
+    public @Nullable HttpProperties http;
+
+    /** {@code file}. */
+    public @Nullable FileProperties file;
+
+    /** {@code stdout}. */
+    public @Nullable StdoutProperties stdout;
+
+    /** {@code jdbc}. */
+    public @Nullable JdbcProperties jdbc;
+  }
+
+  /** {@code deliver.http}. */
+  public static final class HttpProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public HttpProperties() {}
+
+    /** {@code url}. */
+    public @Nullable String url;
+
+    /** {@code headers}. */
+    public @Nullable Map<String, String> headers;
+
+    /** {@code timeout}. */
+    public @Nullable String timeout;
+
+    /** {@code retries} (the same as {@code deliver.retries}). */
+    public @Nullable Integer retries;
+  }
+
+  /** {@code deliver.file}. */
+  public static final class FileProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public FileProperties() {}
+
+    /** {@code path}. */
+    public @Nullable String path;
+  }
+
+  /** {@code deliver.stdout}: no fields. */
+  public static final class StdoutProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public StdoutProperties() {}
+  }
+
+  /** {@code deliver.jdbc}. */
+  public static final class JdbcProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public JdbcProperties() {}
+
+    /** {@code url}. */
+    public @Nullable String url;
+
+    /** {@code table}. */
+    public @Nullable String table;
+
+    /** {@code username}. */
+    public @Nullable String username;
+
+    /** {@code password}. */
+    public @Nullable String password;
+  }
+}

@@ -1,0 +1,117 @@
+package dev.idem.server.config;
+
+import dev.idem.IdemConfigException;
+import dev.idem.server.deliver.HttpSinkSettings;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Where a pipeline delivers: exactly one of {@code http}, {@code file}, {@code stdout}, {@code
+ * jdbc}.
+ */
+public sealed interface SinkSettings
+    permits SinkSettings.Http, SinkSettings.File, SinkSettings.Stdout, SinkSettings.Jdbc {
+
+  /**
+   * {@code deliver.http}: POST each event as JSON.
+   *
+   * @param url an http or https URL
+   * @param headers extra request headers (e.g. Authorization)
+   * @param timeout per attempt
+   */
+  record Http(URI url, Map<String, String> headers, Duration timeout) implements SinkSettings {
+    /** The default timeout per attempt: 10 seconds. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
+
+    /**
+     * Validates the fields with the HTTP sink's own rules.
+     *
+     * @throws IdemConfigException naming the field
+     */
+    public Http {
+      Objects.requireNonNull(url, "url");
+      headers = Map.copyOf(headers);
+      Objects.requireNonNull(timeout, "timeout");
+      // The sink's own settings hold the rules (URL form, reserved and malformed headers,
+      // timeout), so a config that loads is one the sink accepts.
+      new HttpSinkSettings(url, headers, timeout);
+    }
+
+    /** Hides credential headers. */
+    @Override
+    public String toString() {
+      Map<String, String> shown = new TreeMap<>();
+      headers.forEach((k, v) -> shown.put(k, Masking.isSecretHeader(k) ? Masking.MASK : v));
+      return "Http[url="
+          + Masking.url(url.toString())
+          + ", headers="
+          + shown
+          + ", timeout="
+          + timeout
+          + "]";
+    }
+  }
+
+  /**
+   * {@code deliver.file}: append each event as one JSON line.
+   *
+   * @param path the file (created if missing)
+   */
+  record File(Path path) implements SinkSettings {
+    /** Validates the field. */
+    public File {
+      Objects.requireNonNull(path, "path");
+    }
+  }
+
+  /** {@code deliver.stdout}: print each event as one JSON line. */
+  record Stdout() implements SinkSettings {}
+
+  /**
+   * {@code deliver.jdbc}: insert each event into a table.
+   *
+   * @param url the JDBC URL
+   * @param table the table name
+   * @param username the user, if not in the URL
+   * @param password the password, if not in the URL
+   */
+  record Jdbc(String url, String table, @Nullable String username, @Nullable String password)
+      implements SinkSettings {
+    /**
+     * Validates the fields.
+     *
+     * @throws IdemConfigException naming the field
+     */
+    public Jdbc {
+      Objects.requireNonNull(url, "url");
+      Objects.requireNonNull(table, "table");
+      if (!url.startsWith("jdbc:")) {
+        throw new IdemConfigException(
+            "url: '" + Masking.url(url) + "' is not a JDBC URL (e.g. jdbc:postgresql://host/db)");
+      }
+      if (!table.matches("[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)?")) {
+        throw new IdemConfigException(
+            "table: '"
+                + table
+                + "' is not a table name; use letters, digits and _ (schema.table allowed)");
+      }
+    }
+
+    /** Hides the password. */
+    @Override
+    public String toString() {
+      return "Jdbc[url="
+          + Masking.url(url)
+          + ", table="
+          + table
+          + (username == null ? "" : ", username=" + username)
+          + (password == null ? "" : ", password=***")
+          + "]";
+    }
+  }
+}

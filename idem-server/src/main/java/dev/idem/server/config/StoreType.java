@@ -1,0 +1,30 @@
+package dev.idem.server.config;
+
+import java.util.Locale;
+
+/** The kinds of store the service can keep keys in ({@code store.type}). */
+public enum StoreType implements ConfigName {
+  /** Embedded, durable, under a local directory: the default. Has an outbox. */
+  ROCKSDB,
+  /** In the process's memory, bounded per pipeline; lost on restart. Has a (non-durable) outbox. */
+  MEMORY,
+  /** A Redis server shared by many instances. No outbox. */
+  REDIS,
+  /** A PostgreSQL, MariaDB or H2 database shared by many instances. Has an outbox. */
+  JDBC;
+
+  @Override
+  public String configName() {
+    return name().toLowerCase(Locale.ROOT);
+  }
+
+  /**
+   * Returns whether this kind of store also keeps an outbox, which {@code deliver.mode: async}
+   * needs.
+   *
+   * @return true for rocksdb, memory and jdbc
+   */
+  public boolean hasOutbox() {
+    return this != REDIS;
+  }
+}

@@ -1,0 +1,57 @@
+package dev.idem.server.config;
+
+import dev.idem.IdemConfigException;
+import dev.idem.server.signature.SignatureSettings;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A webhook source ({@code source.webhook}): POSTs to {@code path} are events of the pipeline.
+ *
+ * @param path the URL path, starting with {@code /}; not under {@code /admin}, {@code /health} or
+ *     {@code /metrics}
+ * @param maxBody the largest body accepted, in bytes; larger is {@code 413}
+ * @param maxDepth the deepest JSON nesting accepted; deeper is {@code 400}
+ * @param signature how signatures are verified, or null for none
+ */
+public record WebhookSettings(
+    String path, long maxBody, int maxDepth, @Nullable SignatureSettings signature) {
+
+  /** The default body limit: 1 MiB. */
+  public static final long DEFAULT_MAX_BODY = 1L << 20;
+
+  /** The largest body limit: 64 MiB (bodies are held in memory while processed). */
+  public static final long MAX_MAX_BODY = 64L << 20;
+
+  /** The default nesting limit: 64. */
+  public static final int DEFAULT_MAX_DEPTH = 64;
+
+  /**
+   * Validates the fields.
+   *
+   * @throws IdemConfigException naming the field
+   */
+  public WebhookSettings {
+    Objects.requireNonNull(path, "path");
+    if (!path.matches("/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*") || path.contains("//")) {
+      throw new IdemConfigException(
+          "path: '"
+              + path
+              + "' is not a URL path; start it with / and use letters, digits and - _ . ~ /"
+              + " (e.g. /hooks/shop/orders)");
+    }
+    for (String reserved : new String[] {"/admin", "/health", "/metrics"}) {
+      if (path.equals(reserved) || path.startsWith(reserved + "/")) {
+        throw new IdemConfigException(
+            "path: '" + path + "' is reserved for the service's own " + reserved + " endpoint");
+      }
+    }
+    if (maxBody < 1 || maxBody > MAX_MAX_BODY) {
+      throw new IdemConfigException(
+          "max_body must be from 1 byte to 64MiB, got " + DataSizes.format(maxBody));
+    }
+    if (maxDepth < 1 || maxDepth > 1000) {
+      throw new IdemConfigException("max_depth must be from 1 to 1000, got " + maxDepth);
+    }
+  }
+}

@@ -1,0 +1,332 @@
+package dev.idem.server.http;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.idem.DedupKey;
+import dev.idem.Deduplicator;
+import dev.idem.KeyDerivationException;
+import dev.idem.StoreUnavailableException;
+import dev.idem.server.deliver.Delivery;
+import dev.idem.server.metrics.IdemMetrics;
+import dev.idem.server.pipeline.Answer;
+import dev.idem.server.pipeline.EventKeys;
+import dev.idem.server.pipeline.Pipeline;
+import dev.idem.spi.DeadLetter;
+import dev.idem.spi.KeyState;
+import dev.idem.spi.OutboxStore;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.time.Instant;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The admin API under {@code /admin}, behind a bearer token:
+ *
+ * <ul>
+ *   <li>{@code GET /admin/stats}: counts per pipeline;
+ *   <li>{@code GET /admin/pipelines/{id}/keys/{key}}: the key's state ({@code absent}, {@code
+ *       in_flight}, {@code committed}) with ISO-8601 times;
+ *   <li>{@code DELETE /admin/pipelines/{id}/keys/{key}}: forget the key (the next event with it is
+ *       new);
+ *   <li>{@code DELETE /admin/pipelines/{id}/keys}: forget every key of the pipeline;
+ *   <li>{@code GET /admin/pipelines/{id}/dead-letters?limit=N}: deliveries given up.
+ * </ul>
+ *
+ * <p>{@code {key}} is the raw key value, URL-encoded; for a composite key, the JSON array of its
+ * parts; or, with {@code ?form=digest}, the key's 64 hex digits (as {@code idem key} prints them,
+ * and the only form for pipelines keyed by the body hash). The token is compared in constant time
+ * (over SHA-256 digests, so not even its length leaks).
+ */
+public final class AdminApi {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final byte[] tokenDigest;
+  private final Map<String, Pipeline> pipelines;
+  private final IdemMetrics metrics;
+  private final Function<byte[], Delivery> outboxDecoder;
+
+  /**
+   * Creates the API.
+   *
+   * @param token the bearer token
+   * @param pipelines the pipelines by id, in config order
+   * @param metrics the counters behind {@code /admin/stats}
+   * @param outboxDecoder turns an outbox payload back into the delivery, for dead letters
+   */
+  public AdminApi(
+      String token,
+      Map<String, Pipeline> pipelines,
+      IdemMetrics metrics,
+      Function<byte[], Delivery> outboxDecoder) {
+    this.tokenDigest = sha256(token);
+    this.pipelines = pipelines;
+    this.metrics = metrics;
+    this.outboxDecoder = outboxDecoder;
+  }
+
+  private static byte[] sha256(String s) {
+    try {
+      return MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8));
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is missing from this JVM", e);
+    }
+  }
+
+  /**
+   * Checks an {@code Authorization} header.
+   *
+   * @param authorization the header's value, or null
+   * @return whether it carries the token
+   */
+  public boolean authorized(@Nullable String authorization) {
+    if (authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
+      return false;
+    }
+    return MessageDigest.isEqual(tokenDigest, sha256(authorization.substring(7).trim()));
+  }
+
+  /**
+   * Handles an authorized admin request.
+   *
+   * @param method the HTTP method
+   * @param segments the decoded path segments after {@code /admin}
+   * @param query the decoded query parameters
+   * @return the answer
+   */
+  public Answer handle(String method, List<String> segments, Map<String, String> query) {
+    try {
+      if (segments.size() == 1 && segments.get(0).equals("stats")) {
+        return method.equals("GET") ? stats() : notAllowed("GET");
+      }
+      if (segments.size() >= 3 && segments.get(0).equals("pipelines")) {
+        Pipeline p = pipelines.get(segments.get(1));
+        if (p == null) {
+          return Answer.error(
+              404,
+              "unknown_pipeline",
+              "no pipeline '"
+                  + segments.get(1)
+                  + "'; known: "
+                  + String.join(", ", pipelines.keySet()));
+        }
+        String what = segments.get(2);
+        if (what.equals("keys") && segments.size() == 3) {
+          return method.equals("DELETE") ? clear(p) : notAllowed("DELETE");
+        }
+        if (what.equals("keys") && segments.size() == 4) {
+          return switch (method) {
+            case "GET" -> inspect(p, segments.get(3), "digest".equals(query.get("form")));
+            case "DELETE" -> forget(p, segments.get(3), "digest".equals(query.get("form")));
+            default -> notAllowed("GET, DELETE");
+          };
+        }
+        if (what.equals("dead-letters") && segments.size() == 3) {
+          return method.equals("GET") ? deadLetters(p, query.get("limit")) : notAllowed("GET");
+        }
+      }
+      return Answer.error(
+          404,
+          "not_found",
+          "no such admin endpoint; see docs/service.md (GET /admin/stats, GET|DELETE"
+              + " /admin/pipelines/{id}/keys/{key}, DELETE /admin/pipelines/{id}/keys, GET"
+              + " /admin/pipelines/{id}/dead-letters)");
+    } catch (StoreUnavailableException e) {
+      return Answer.error(
+          503,
+          "store_unavailable",
+          "the store did not answer (" + e.getMessage() + "); retry later",
+          Map.of("Retry-After", "5"));
+    }
+  }
+
+  private static Answer notAllowed(String allow) {
+    return Answer.error(405, "method_not_allowed", "use " + allow, Map.of("Allow", allow));
+  }
+
+  private Answer stats() {
+    ObjectNode root = JSON.createObjectNode();
+    ObjectNode ps = root.putObject("pipelines");
+    for (Pipeline p : pipelines.values()) {
+      ObjectNode n = ps.putObject(p.id());
+      metrics.pipeline(p.id()).counts().forEach(n::put);
+      OutboxStore box = p.outbox();
+      if (box != null
+          && p.settings().deliver().mode() == dev.idem.server.config.DeliveryMode.ASYNC) {
+        n.put("outbox_depth", box.depth(p.id()));
+      }
+    }
+    return json(200, root);
+  }
+
+  private @Nullable Deduplicator dedupOf(Pipeline p) {
+    return p.dedup();
+  }
+
+  private Answer noDedup(Pipeline p) {
+    return Answer.error(
+        409, "no_dedup", "pipeline '" + p.id() + "' has no dedup step, so it keeps no keys");
+  }
+
+  /**
+   * Turns the {@code {key}} of an admin URL (or the CLI's KEY) into the pipeline's key.
+   *
+   * @param keys the pipeline's key rule
+   * @param raw the raw key value, or with {@code digest} its 64 hex digits
+   * @param digest whether {@code raw} is the digest
+   * @return the key
+   * @throws KeyDerivationException if the value does not fit the pipeline's key rule
+   */
+  public static DedupKey keyOf(EventKeys keys, String raw, boolean digest) {
+    if (digest) {
+      try {
+        return DedupKey.parseHex(raw);
+      } catch (IllegalArgumentException e) {
+        throw new KeyDerivationException(
+            "'" + raw + "' is not a key digest; give the 64 hex digits that `idem key` prints");
+      }
+    }
+    return keys.fromRaw(raw);
+  }
+
+  /**
+   * Describes a key's state as the admin API and the CLI print it.
+   *
+   * @param pipeline the pipeline id
+   * @param raw the key as given
+   * @param key the key
+   * @param state its state
+   * @return a JSON object: pipeline, key, digest, state and its times in ISO-8601
+   */
+  public static ObjectNode describe(String pipeline, String raw, DedupKey key, KeyState state) {
+    ObjectNode n = JSON.createObjectNode();
+    n.put("pipeline", pipeline);
+    n.put("key", raw);
+    n.put("digest", key.toHex());
+    if (state instanceof KeyState.InFlight f) {
+      n.put("state", "in_flight");
+      n.put("reserved_at", iso(f.reservedAtMillis()));
+      n.put("lease_until", iso(f.leaseUntilMillis()));
+    } else if (state instanceof KeyState.Committed c) {
+      n.put("state", "committed");
+      n.put("committed_at", iso(c.committedAtMillis()));
+      if (c.expiresAtMillis() == Long.MAX_VALUE) {
+        n.putNull("expires_at");
+      } else {
+        n.put("expires_at", iso(c.expiresAtMillis()));
+      }
+      n.put("has_result", c.result() != null);
+    } else {
+      n.put("state", "absent");
+    }
+    return n;
+  }
+
+  private Answer inspect(Pipeline p, String raw, boolean digest) {
+    Deduplicator d = dedupOf(p);
+    if (d == null) {
+      return noDedup(p);
+    }
+    DedupKey key;
+    try {
+      key = keyOf(p.keys(), raw, digest);
+    } catch (KeyDerivationException e) {
+      return Answer.error(400, "bad_key", e.getMessage());
+    }
+    return json(200, describe(p.id(), raw, key, d.inspect(key)));
+  }
+
+  private Answer forget(Pipeline p, String raw, boolean digest) {
+    Deduplicator d = dedupOf(p);
+    if (d == null) {
+      return noDedup(p);
+    }
+    DedupKey key;
+    try {
+      key = keyOf(p.keys(), raw, digest);
+    } catch (KeyDerivationException e) {
+      return Answer.error(400, "bad_key", e.getMessage());
+    }
+    boolean existed = d.forget(key);
+    ObjectNode n = JSON.createObjectNode();
+    n.put("pipeline", p.id());
+    n.put("key", raw);
+    n.put("digest", key.toHex());
+    n.put("forgotten", existed);
+    return json(200, n);
+  }
+
+  private Answer clear(Pipeline p) {
+    Deduplicator d = dedupOf(p);
+    if (d == null) {
+      return noDedup(p);
+    }
+    long removed = d.clear();
+    ObjectNode n = JSON.createObjectNode();
+    n.put("pipeline", p.id());
+    n.put("removed", removed);
+    return json(200, n);
+  }
+
+  private Answer deadLetters(Pipeline p, @Nullable String limitText) {
+    OutboxStore box = p.outbox();
+    if (box == null || p.settings().deliver().mode() != dev.idem.server.config.DeliveryMode.ASYNC) {
+      return Answer.error(
+          409,
+          "no_outbox",
+          "pipeline '" + p.id() + "' delivers synchronously, so it has no dead letters");
+    }
+    int limit = 100;
+    if (limitText != null) {
+      try {
+        limit = Integer.parseInt(limitText);
+      } catch (NumberFormatException e) {
+        limit = -1;
+      }
+      if (limit < 1 || limit > 10_000) {
+        return Answer.error(400, "bad_limit", "limit must be a whole number from 1 to 10000");
+      }
+    }
+    ObjectNode root = JSON.createObjectNode();
+    root.put("pipeline", p.id());
+    ArrayNode list = root.putArray("dead_letters");
+    for (DeadLetter dl : box.deadLetters(p.id(), limit)) {
+      ObjectNode n = list.addObject();
+      n.put("id", dl.id());
+      n.put("digest", dl.key().toHex());
+      n.put("attempts", dl.attempts());
+      n.put("enqueued_at", iso(dl.enqueuedAtMillis()));
+      n.put("dead_at", iso(dl.deadAtMillis()));
+      n.put("reason", dl.reason());
+      try {
+        Delivery delivery = outboxDecoder.apply(dl.payload());
+        n.put("idempotency_key", delivery.idempotencyKey());
+        try {
+          n.set("body", JSON.readTree(delivery.body()));
+        } catch (java.io.IOException e) {
+          n.put("body_base64", Base64.getEncoder().encodeToString(delivery.body()));
+        }
+      } catch (RuntimeException e) {
+        n.put("payload_base64", Base64.getEncoder().encodeToString(dl.payload()));
+      }
+    }
+    return json(200, root);
+  }
+
+  private static String iso(long millis) {
+    return Instant.ofEpochMilli(millis).toString();
+  }
+
+  private static Answer json(int status, ObjectNode n) {
+    try {
+      return new Answer(status, Answer.JSON, Map.of(), JSON.writeValueAsBytes(n));
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("cannot write admin JSON", e);
+    }
+  }
+}

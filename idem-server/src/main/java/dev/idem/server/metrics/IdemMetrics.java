@@ -1,0 +1,329 @@
+package dev.idem.server.metrics;
+
+import dev.idem.DedupKey;
+import dev.idem.DedupListener;
+import dev.idem.Scope;
+import dev.idem.server.deliver.DeliveryListener;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * The service's meters, registered per pipeline up front so that the hot path only increments
+ * counters it already holds:
+ *
+ * <ul>
+ *   <li>{@code idem_decisions_total{pipeline,decision}}: pass, duplicate, in_flight, conflict,
+ *       committed, released, lease_lost, expired, evicted;
+ *   <li>{@code idem_deliveries_total{pipeline,outcome}}: delivered, retried, failed, dead_lettered;
+ *       {@code idem_delivery_seconds{pipeline}}: from first attempt to success (histogram);
+ *   <li>{@code idem_store_seconds{pipeline,operation}}: store latency of reserve (histogram);
+ *   <li>{@code idem_outbox_depth{pipeline}}: entries waiting in the outbox (gauge);
+ *   <li>{@code idem_http_requests_total{pipeline,status}}: webhook answers by status.
+ * </ul>
+ */
+public final class IdemMetrics {
+  /** The dedup decisions and settlements counted per pipeline. */
+  public enum DecisionKind {
+    /** A new key was reserved. */
+    PASS,
+    /** A duplicate was suppressed. */
+    DUPLICATE,
+    /** Turned away: the key was in flight. */
+    IN_FLIGHT,
+    /** The key was reused with another payload. */
+    CONFLICT,
+    /** A reservation was committed. */
+    COMMITTED,
+    /** A reservation was released. */
+    RELEASED,
+    /** A settlement came after the lease ran out. */
+    LEASE_LOST,
+    /** A lease or TTL ran out. */
+    EXPIRED,
+    /** A committed key was evicted (memory store). */
+    EVICTED;
+
+    /**
+     * Returns the tag value.
+     *
+     * @return the lower-case name
+     */
+    public String tag() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  /** The delivery outcomes counted per pipeline. */
+  public enum DeliveryKind {
+    /** Delivered. */
+    DELIVERED,
+    /** An attempt failed and will be retried. */
+    RETRIED,
+    /** Given up (sync: the key was released). */
+    FAILED,
+    /** Given up and moved to the dead letters (async). */
+    DEAD_LETTERED;
+
+    /**
+     * Returns the tag value.
+     *
+     * @return the lower-case name
+     */
+    public String tag() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  private final MeterRegistry registry;
+  private final Map<String, PipelineMeters> pipelines = new ConcurrentHashMap<>();
+
+  /**
+   * Creates the meters' holder.
+   *
+   * @param registry where meters are registered
+   */
+  public IdemMetrics(MeterRegistry registry) {
+    this.registry = registry;
+  }
+
+  /**
+   * Returns the registry.
+   *
+   * @return the meter registry
+   */
+  public MeterRegistry registry() {
+    return registry;
+  }
+
+  /**
+   * Registers a pipeline's meters (idempotent).
+   *
+   * @param pipeline the pipeline id
+   * @return its meters
+   */
+  public PipelineMeters pipeline(String pipeline) {
+    return pipelines.computeIfAbsent(pipeline, p -> new PipelineMeters(registry, p));
+  }
+
+  /**
+   * Registers a gauge of a pipeline's outbox depth.
+   *
+   * @param pipeline the pipeline id
+   * @param source the object to read
+   * @param depth reads the depth from the source
+   * @param <T> the source's type
+   */
+  public <T> void outboxDepth(String pipeline, T source, ToDoubleFunction<T> depth) {
+    Gauge.builder("idem_outbox_depth", source, depth)
+        .description("Entries waiting in the pipeline's outbox")
+        .tag("pipeline", pipeline)
+        .register(registry);
+  }
+
+  /**
+   * Returns a dedup listener that counts every scope's decisions under its pipeline.
+   *
+   * @return the listener
+   */
+  public DedupListener dedupListener() {
+    return new DedupListener() {
+      private PipelineMeters of(Scope scope) {
+        return pipeline(scope.pipeline());
+      }
+
+      @Override
+      public void onPass(Scope scope, DedupKey key) {
+        of(scope).count(DecisionKind.PASS);
+      }
+
+      @Override
+      public void onDuplicate(Scope scope, DedupKey key) {
+        of(scope).count(DecisionKind.DUPLICATE);
+      }
+
+      @Override
+      public void onInFlight(Scope scope, DedupKey key) {
+        of(scope).count(DecisionKind.IN_FLIGHT);
+      }
+
+      @Override
+      public void onConflict(Scope scope, DedupKey key) {
+        of(scope).count(DecisionKind.CONFLICT);
+      }
+
+      @Override
+      public void onCommitted(Scope scope, DedupKey key) {
+        of(scope).count(DecisionKind.COMMITTED);
+      }
+
+      @Override
+      public void onReleased(Scope scope, DedupKey key) {
+        of(scope).count(DecisionKind.RELEASED);
+      }
+
+      @Override
+      public void onLeaseLost(Scope scope, DedupKey key) {
+        of(scope).count(DecisionKind.LEASE_LOST);
+      }
+
+      @Override
+      public void onExpired(Scope scope, DedupKey key, boolean leaseExpired) {
+        of(scope).count(DecisionKind.EXPIRED);
+      }
+
+      @Override
+      public void onEvicted(Scope scope, DedupKey key, boolean beforeTtl) {
+        of(scope).count(DecisionKind.EVICTED);
+      }
+    };
+  }
+
+  /**
+   * Returns a delivery listener that counts outcomes and records latency per pipeline.
+   *
+   * @return the listener
+   */
+  public DeliveryListener deliveryListener() {
+    return new DeliveryListener() {
+      @Override
+      public void onDelivered(String pipeline, int attempts, Duration latency) {
+        PipelineMeters m = pipeline(pipeline);
+        m.count(DeliveryKind.DELIVERED);
+        m.deliveryLatency.record(latency);
+      }
+
+      @Override
+      public void onRetry(String pipeline, int attempt, String error) {
+        pipeline(pipeline).count(DeliveryKind.RETRIED);
+      }
+
+      @Override
+      public void onGaveUp(String pipeline, int attempts, String error, boolean deadLettered) {
+        pipeline(pipeline).count(deadLettered ? DeliveryKind.DEAD_LETTERED : DeliveryKind.FAILED);
+      }
+    };
+  }
+
+  /** One pipeline's meters. */
+  public static final class PipelineMeters {
+    private final MeterRegistry registry;
+    private final String pipeline;
+    private final Counter[] decisions = new Counter[DecisionKind.values().length];
+    private final Counter[] deliveries = new Counter[DeliveryKind.values().length];
+    private final Timer deliveryLatency;
+    private final Timer reserveLatency;
+    private final AtomicReferenceArray<Counter> statuses = new AtomicReferenceArray<>(600);
+
+    PipelineMeters(MeterRegistry registry, String pipeline) {
+      this.registry = registry;
+      this.pipeline = pipeline;
+      for (DecisionKind k : DecisionKind.values()) {
+        decisions[k.ordinal()] =
+            Counter.builder("idem_decisions")
+                .description("Dedup decisions and settlements")
+                .tag("pipeline", pipeline)
+                .tag("decision", k.tag())
+                .register(registry);
+      }
+      for (DeliveryKind k : DeliveryKind.values()) {
+        deliveries[k.ordinal()] =
+            Counter.builder("idem_deliveries")
+                .description("Delivery outcomes")
+                .tag("pipeline", pipeline)
+                .tag("outcome", k.tag())
+                .register(registry);
+      }
+      deliveryLatency =
+          Timer.builder("idem_delivery")
+              .description("Time from the first delivery attempt to success")
+              .tag("pipeline", pipeline)
+              .publishPercentileHistogram()
+              .minimumExpectedValue(Duration.ofMillis(1))
+              .maximumExpectedValue(Duration.ofMinutes(10))
+              .register(registry);
+      reserveLatency =
+          Timer.builder("idem_store")
+              .description("Store latency")
+              .tag("pipeline", pipeline)
+              .tag("operation", "reserve")
+              .publishPercentileHistogram()
+              .minimumExpectedValue(Duration.ofNanos(10_000))
+              .maximumExpectedValue(Duration.ofSeconds(10))
+              .register(registry);
+    }
+
+    /**
+     * Counts a decision.
+     *
+     * @param kind what was decided
+     */
+    public void count(DecisionKind kind) {
+      decisions[kind.ordinal()].increment();
+    }
+
+    /**
+     * Counts a delivery outcome.
+     *
+     * @param kind the outcome
+     */
+    public void count(DeliveryKind kind) {
+      deliveries[kind.ordinal()].increment();
+    }
+
+    /**
+     * Records a reserve's latency.
+     *
+     * @param nanos how long it took
+     */
+    public void reserveTook(long nanos) {
+      reserveLatency.record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * Counts a webhook answer.
+     *
+     * @param status the HTTP status
+     */
+    public void answered(int status) {
+      int i = status >= 100 && status < 600 ? status : 599;
+      Counter c = statuses.get(i);
+      if (c == null) {
+        // Registration is idempotent, so a race only registers the same counter twice.
+        c =
+            Counter.builder("idem_http_requests")
+                .description("Webhook answers by status")
+                .tag("pipeline", pipeline)
+                .tag("status", Integer.toString(i))
+                .register(registry);
+        statuses.set(i, c);
+      }
+      c.increment();
+    }
+
+    /**
+     * Returns the counts so far, for {@code /admin/stats}.
+     *
+     * @return decision and delivery names to counts
+     */
+    public Map<String, Long> counts() {
+      Map<String, Long> out = new LinkedHashMap<>();
+      for (DecisionKind k : DecisionKind.values()) {
+        out.put(k.tag(), (long) decisions[k.ordinal()].count());
+      }
+      for (DeliveryKind k : DeliveryKind.values()) {
+        out.put(k.tag(), (long) deliveries[k.ordinal()].count());
+      }
+      return out;
+    }
+  }
+}

@@ -1,0 +1,32 @@
+package dev.idem.server.pipeline;
+
+import org.jspecify.annotations.Nullable;
+
+/** A pipeline's ordering step: events with the same ordering key pass one at a time. */
+public interface OrderingStep {
+
+  /**
+   * Waits until the event may proceed (strict) or proceeds at once (best effort), holding its
+   * ordering key until the returned handle is closed. An event without an ordering key (the field
+   * is missing or blank) is not ordered with any other event and proceeds at once.
+   *
+   * @param request the event
+   * @return the held turn, to close when the event is delivered or given up; null if the event has
+   *     no ordering key
+   */
+  @Nullable Turn enter(InboundRequest request);
+
+  /** A held turn on one ordering key. */
+  interface Turn extends AutoCloseable {
+    /**
+     * Returns the ordering key, as passed downstream to order asynchronous deliveries.
+     *
+     * @return the key's text form
+     */
+    String key();
+
+    /** Gives the turn to the next event with the same key. */
+    @Override
+    void close();
+  }
+}

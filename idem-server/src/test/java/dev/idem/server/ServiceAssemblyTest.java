@@ -1,0 +1,120 @@
+package dev.idem.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.idem.IdemConfigException;
+import dev.idem.TimeSource;
+import dev.idem.server.config.ConfigLoader;
+import dev.idem.server.config.IdemConfig;
+import dev.idem.server.config.ServerSettings;
+import dev.idem.server.support.Http;
+import dev.idem.server.support.TestEdge;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The service assembled from YAML with the real stores (memory, RocksDB). */
+class ServiceAssemblyTest {
+  static final ObjectMapper JSON = new ObjectMapper();
+
+  @TempDir Path dir;
+
+  IdemConfig config(String yaml) {
+    return ConfigLoader.parse("t.yaml", yaml, name -> null);
+  }
+
+  @Test
+  void aRocksDbServiceRestartedOnTheSameDirectoryStillAnswersDuplicates() {
+    String yaml =
+        """
+        server: { host: 127.0.0.1, port: 0 }
+        store: { type: rocksdb, path: %s }
+        pipelines:
+          - id: orders
+            source: { webhook: { path: /hooks/orders } }
+            dedup: { key: source.id }
+            deliver: { stdout: {} }
+        """
+            .formatted(dir.resolve("data"));
+    IdemConfig c = config(yaml);
+    ServerSettings s = c.server();
+
+    // given an event accepted before a restart
+    TestEdge before = new TestEdge();
+    try (IdemServer server =
+        IdemServer.start(s, ServiceAssembly.assemble(c, before, TimeSource.system()))) {
+      assertThat(new Http(server.uri()).post("/hooks/orders", "{\"id\":\"r-1\"}").statusCode())
+          .isEqualTo(202);
+    }
+
+    // when the service is started again on the same directory and the event is resent
+    TestEdge after = new TestEdge();
+    HttpResponse<String> again;
+    HttpResponse<String> fresh;
+    try (IdemServer server =
+        IdemServer.start(s, ServiceAssembly.assemble(c, after, TimeSource.system()))) {
+      Http http = new Http(server.uri());
+      again = http.post("/hooks/orders", "{\"id\":\"r-1\"}");
+      fresh = http.post("/hooks/orders", "{\"id\":\"r-2\"}");
+    }
+
+    // then it is still a duplicate and is not delivered again
+    assertThat(again.statusCode()).isEqualTo(200);
+    assertThat(fresh.statusCode()).isEqualTo(202);
+    assertThat(before.sinks.get("orders").delivered()).hasSize(1);
+    assertThat(after.sinks.get("orders").bodies()).containsExactly("{\"id\":\"r-2\"}");
+  }
+
+  @Test
+  void aMemoryStoreBoundsEachPipelineByItsMaxKeys() {
+    IdemConfig c =
+        config(
+            """
+            server: { host: 127.0.0.1, port: 0 }
+            store: { type: memory, max_keys: 1000 }
+            pipelines:
+              - id: tiny
+                source: { webhook: { path: /tiny } }
+                dedup: { key: source.id, max_keys: 2 }
+                deliver: { stdout: {} }
+            """);
+    TestEdge edge = new TestEdge();
+    try (IdemServer server =
+        IdemServer.start(c.server(), ServiceAssembly.assemble(c, edge, TimeSource.system()))) {
+      Http http = new Http(server.uri());
+      // given three keys through a bound of two (least recently used goes first)
+      http.post("/tiny", "{\"id\":\"k1\"}");
+      http.post("/tiny", "{\"id\":\"k2\"}");
+      http.post("/tiny", "{\"id\":\"k3\"}");
+
+      // then the oldest passes as new again, the newest is still a duplicate
+      assertThat(http.post("/tiny", "{\"id\":\"k3\"}").statusCode()).isEqualTo(200);
+      assertThat(http.post("/tiny", "{\"id\":\"k1\"}").statusCode()).isEqualTo(202);
+      assertThat(http.get("/metrics").body())
+          .contains("idem_decisions_total{decision=\"evicted\",pipeline=\"tiny\"}");
+    }
+  }
+
+  @Test
+  void aStoreThatCannotBeOpenedNamesTheStoreAndClosesWhatWasOpened() throws Exception {
+    java.nio.file.Files.writeString(dir.resolve("not-a-dir"), "x");
+    IdemConfig c =
+        config(
+            """
+            store: { type: rocksdb, path: %s }
+            pipelines:
+              - id: p
+                source: { webhook: { path: /p } }
+                dedup: {}
+                deliver: { stdout: {} }
+            """
+                .formatted(dir.resolve("not-a-dir")));
+
+    assertThatThrownBy(() -> ServiceAssembly.assemble(c, new TestEdge(), TimeSource.system()))
+        .isInstanceOf(IdemConfigException.class)
+        .hasMessageContaining("rocksdb:" + dir.resolve("not-a-dir"));
+  }
+}

@@ -1,0 +1,159 @@
+package dev.idem.server.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.idem.TimeSource;
+import dev.idem.server.IdemServer;
+import dev.idem.server.ServiceAssembly;
+import dev.idem.server.config.ConfigLoader;
+import dev.idem.server.config.IdemConfig;
+import dev.idem.server.support.Http;
+import dev.idem.server.support.TestEdge;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+class IdemCliTest {
+  @TempDir Path dir;
+
+  record Run(int code, String out, String err) {}
+
+  static Run idem(String... args) {
+    CommandLine cl = IdemCli.commandLine();
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    cl.setOut(new PrintWriter(out, true));
+    cl.setErr(new PrintWriter(err, true));
+    int code = cl.execute(args);
+    return new Run(code, out.toString(), err.toString());
+  }
+
+  Path write(String name, String text) throws Exception {
+    Path p = dir.resolve(name);
+    Files.writeString(p, text);
+    return p;
+  }
+
+  String rocksConfig() {
+    return """
+        server: { host: 127.0.0.1, port: 0, admin_token: cli-test-admin-token }
+        store: { type: rocksdb, path: %s }
+        pipelines:
+          - id: orders
+            source: { webhook: { path: /hooks/orders } }
+            dedup: { key: source.id, window: 1h }
+            deliver: { stdout: {} }
+          - id: pairs
+            source: { webhook: { path: /hooks/pairs } }
+            dedup: { key: [source.shop, source.n] }
+            deliver: { stdout: {} }
+        """
+        .formatted(dir.resolve("data"));
+  }
+
+  @Test
+  void checkConfigPrintsTheEffectiveConfigWithSecretsMasked() throws Exception {
+    Path config = write("idem.yaml", rocksConfig());
+
+    Run r = idem("check-config", config.toString());
+
+    assertThat(r.code()).isZero();
+    assertThat(r.out())
+        .contains("admin_token: '***'")
+        .contains("durability: group-commit")
+        .contains("window: 1h")
+        .doesNotContain("cli-test-admin-token");
+    assertThat(r.err()).contains("is valid (2 pipelines)");
+  }
+
+  @Test
+  void checkConfigReportsEveryProblemWithItsPlaceAndFails() throws Exception {
+    Path config =
+        write(
+            "bad.yaml",
+            """
+            pipelines:
+              - id: p
+                source: { webhook: { path: /p } }
+                dedup: { expiry: slidin, windw: 1h }
+                deliver: { stdout: {} }
+            """);
+
+    Run r = idem("check-config", config.toString());
+
+    assertThat(r.code()).isEqualTo(1);
+    assertThat(r.err())
+        .contains(config + ":4:30: pipelines[0].dedup.windw: unknown key 'windw'")
+        .doesNotContain("Exception");
+  }
+
+  @Test
+  void keyPrintsTheDigestAndTheRuleOfAnEvent() throws Exception {
+    Path config = write("idem.yaml", rocksConfig());
+    Path event = write("event.json", "{\"id\":\"ord-1\",\"total\":3}");
+    IdemConfig c = ConfigLoader.load(config);
+    String expected =
+        ServiceAssembly.keys(
+                c.pipeline("orders").orElseThrow(), new TestEdge(), TimeSource.system())
+            .fromRaw("ord-1")
+            .toHex();
+
+    Run r =
+        idem(
+            "key",
+            "--config",
+            config.toString(),
+            "--pipeline",
+            "orders",
+            "--event",
+            event.toString());
+    Run missing =
+        idem("key", "-c", config.toString(), "--pipeline", "pairs", "--event", event.toString());
+
+    assertThat(r.code()).isZero();
+    assertThat(r.out())
+        .contains("rule:            dedup.key source.id")
+        .contains("key:             " + expected)
+        .contains("idempotency-key: orders:" + expected);
+    assertThat(missing.code()).isEqualTo(1);
+    assertThat(missing.err()).contains("no key:");
+  }
+
+  @Test
+  void inspectAndForgetWorkOnTheConfiguredStoreByRawValue() throws Exception {
+    Path config = write("idem.yaml", rocksConfig());
+    IdemConfig c = ConfigLoader.load(config);
+    try (IdemServer server =
+        IdemServer.start(
+            c.server(), ServiceAssembly.assemble(c, new TestEdge(), TimeSource.system()))) {
+      Http http = new Http(server.uri());
+      http.post("/hooks/orders", "{\"id\":\"ord-7\"}");
+      http.post("/hooks/pairs", "{\"shop\":\"s1\",\"n\":42}");
+    }
+
+    Run committed = idem("inspect", "-c", config.toString(), "--pipeline", "orders", "ord-7");
+    Run pair = idem("inspect", "-c", config.toString(), "--pipeline", "pairs", "[\"s1\",42]");
+    Run forgot = idem("forget", "-c", config.toString(), "--pipeline", "orders", "ord-7");
+    Run absent = idem("inspect", "-c", config.toString(), "--pipeline", "orders", "ord-7");
+
+    assertThat(committed.code()).as(committed.err()).isZero();
+    assertThat(committed.out()).contains("\"state\" : \"committed\"").contains("\"committed_at\"");
+    assertThat(pair.out()).contains("\"state\" : \"committed\"");
+    assertThat(forgot.out()).contains("\"forgotten\" : true");
+    assertThat(absent.out()).contains("\"state\" : \"absent\"");
+  }
+
+  @Test
+  void anUnknownPipelineNamesTheKnownOnes() throws Exception {
+    Path config = write("idem.yaml", rocksConfig());
+
+    Run r = idem("inspect", "-c", config.toString(), "--pipeline", "nope", "x");
+
+    assertThat(r.code()).isEqualTo(1);
+    assertThat(r.err()).contains("no pipeline 'nope'").contains("orders, pairs");
+  }
+}

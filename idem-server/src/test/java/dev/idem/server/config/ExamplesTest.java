@@ -1,0 +1,62 @@
+package dev.idem.server.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** Every file in examples/ is a valid config, as `idem check-config` would say. */
+class ExamplesTest {
+  static final Path EXAMPLES = Path.of("..", "examples");
+
+  /** The secrets the examples require from the environment. */
+  static final Map<String, String> ENV =
+      Map.of(
+          "STRIPE_WEBHOOK_SECRET", "whsec_dGVzdHNlY3JldA==",
+          "GITHUB_WEBHOOK_SECRET", "github-secret",
+          "SHOP_SECRET", "shop-secret");
+
+  static List<Path> examples() throws IOException {
+    try (Stream<Path> files = Files.list(EXAMPLES)) {
+      return files.filter(f -> f.toString().endsWith(".yaml")).sorted().toList();
+    }
+  }
+
+  @ParameterizedTest
+  @MethodSource("examples")
+  void parses(Path example) {
+    IdemConfig config = ConfigLoader.load(example, ENV::get);
+
+    assertThat(config.pipelines()).isNotEmpty();
+    // The printed effective config is itself a loadable config (secrets aside).
+    String printed = ConfigPrinter.toYaml(config);
+    assertThat(printed).doesNotContain("shop-secret", "github-secret", "whsec_");
+    IdemConfig again =
+        ConfigLoader.parse(
+            "printed.yaml",
+            printed.replace("\"***\"", "0123456789abcdef").replace("***", "0123456789abcdef"),
+            ENV::get);
+    assertThat(again.pipelines()).hasSameSizeAs(config.pipelines());
+  }
+
+  @ParameterizedTest
+  @MethodSource("examples")
+  void theQuickstartNeedsNoExternalService(Path example) {
+    if (!example.getFileName().toString().equals("quickstart.yaml")) {
+      return;
+    }
+    IdemConfig config = ConfigLoader.load(example, name -> null);
+
+    assertThat(config.store().type()).isEqualTo(StoreType.ROCKSDB);
+    assertThat(config.server().port()).isEqualTo(8080);
+    assertThat(config.pipelines())
+        .singleElement()
+        .satisfies(p -> assertThat(p.deliver().sink()).isEqualTo(new SinkSettings.Stdout()));
+  }
+}

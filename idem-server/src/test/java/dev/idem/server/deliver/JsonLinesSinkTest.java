@@ -1,0 +1,194 @@
+package dev.idem.server.deliver;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.idem.ManualTimeSource;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class JsonLinesSinkTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  @TempDir Path dir;
+
+  private final ManualTimeSource clock =
+      new ManualTimeSource(Instant.parse("2026-03-01T12:00:00.250Z"));
+
+  private static Delivery delivery(String key, String orderingKey, String body) {
+    return new Delivery(
+        "orders", key, orderingKey, body.getBytes(StandardCharsets.UTF_8), Map.of());
+  }
+
+  private static List<String> lines(Path file) throws Exception {
+    return Files.readAllLines(file, StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void writesOneLineWithTheEventEmbeddedAsJson() throws Exception {
+    // Given a file sink under directories that do not exist yet
+    Path file = dir.resolve("a/b/out.jsonl");
+    try (Sink sink = JsonLinesSink.file(file, false, clock)) {
+      // When
+      DeliveryOutcome outcome =
+          sink.deliver(delivery("k-1", "cust-9", "{\"id\":1,\"tags\":[\"x\"]}"));
+
+      // Then
+      assertThat(outcome).isEqualTo(new DeliveryOutcome.Delivered(0, null, null));
+      assertThat(sink.describe()).isEqualTo("file:" + file.toAbsolutePath());
+    }
+    assertThat(lines(file))
+        .containsExactly(
+            "{\"pipeline\":\"orders\",\"idempotency_key\":\"k-1\",\"ordering_key\":\"cust-9\","
+                + "\"delivered_at\":\"2026-03-01T12:00:00.250Z\",\"event\":{\"id\":1,\"tags\":[\"x\"]}}");
+  }
+
+  @Test
+  void aPrettyPrintedEventBecomesOneCompactLineAndANullOrderingKeyIsNull() throws Exception {
+    Path file = dir.resolve("out.jsonl");
+    try (Sink sink = JsonLinesSink.file(file, true, clock)) {
+      sink.deliver(
+          delivery("k-1", null, "{\n  \"a\" : \"line\\nbreak\",\r\n  \"b\" : [ 1, 2 ]\n}\n"));
+    }
+
+    List<String> lines = lines(file);
+    assertThat(lines).hasSize(1);
+    JsonNode line = JSON.readTree(lines.get(0));
+    assertThat(line.get("ordering_key").isNull()).isTrue();
+    assertThat(line.get("event").get("a").asText()).isEqualTo("line\nbreak");
+    assertThat(line.get("event").toString()).isEqualTo("{\"a\":\"line\\nbreak\",\"b\":[1,2]}");
+  }
+
+  @Test
+  void anEventThatIsNotJsonFailsForGoodAndWritesNothing() throws Exception {
+    Path file = dir.resolve("out.jsonl");
+    try (Sink sink = JsonLinesSink.file(file, false, clock)) {
+      for (String body : new String[] {"{\"a\":", "not json", "", "{} {}"}) {
+        assertThat(sink.deliver(delivery("k", null, body)))
+            .as(body)
+            .isInstanceOfSatisfying(
+                DeliveryOutcome.Failed.class,
+                f -> {
+                  assertThat(f.retryable()).isFalse();
+                  assertThat(f.error()).contains("not JSON");
+                });
+      }
+    }
+    assertThat(Files.size(file)).isZero();
+  }
+
+  @Test
+  void appendsToAnExistingFile() throws Exception {
+    Path file = dir.resolve("out.jsonl");
+    try (Sink sink = JsonLinesSink.file(file, false, clock)) {
+      sink.deliver(delivery("k-1", null, "1"));
+    }
+    try (Sink sink = JsonLinesSink.file(file, false, clock)) {
+      sink.deliver(delivery("k-2", null, "2"));
+    }
+
+    assertThat(lines(file)).hasSize(2);
+    assertThat(JSON.readTree(lines(file).get(1)).get("idempotency_key").asText()).isEqualTo("k-2");
+  }
+
+  @Test
+  void concurrentDeliveriesNeverInterleaveLines() throws Exception {
+    // Given 8 threads writing 200 events each, some bodies large enough to need several writes
+    Path file = dir.resolve("out.jsonl");
+    String big = "\"" + "x".repeat(70_000) + "\"";
+    int threads = 8;
+    int each = 200;
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    CountDownLatch start = new CountDownLatch(1);
+    try (Sink sink = JsonLinesSink.file(file, false, clock)) {
+      List<Future<?>> done = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        int thread = t;
+        done.add(
+            pool.submit(
+                () -> {
+                  start.await();
+                  for (int i = 0; i < each; i++) {
+                    String body = i % 50 == 0 ? "{\"big\":" + big + "}" : "{\"i\":" + i + "}";
+                    assertThat(sink.deliver(delivery(thread + "-" + i, null, body)))
+                        .isInstanceOf(DeliveryOutcome.Delivered.class);
+                  }
+                  return null;
+                }));
+      }
+      start.countDown();
+      for (Future<?> f : done) {
+        f.get();
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+
+    // Then every line is whole JSON and every event is there once
+    List<String> lines = lines(file);
+    assertThat(lines).hasSize(threads * each);
+    Set<String> keys = new HashSet<>();
+    for (String line : lines) {
+      keys.add(JSON.readTree(line).get("idempotency_key").asText());
+    }
+    assertThat(keys).hasSize(threads * each);
+  }
+
+  @Test
+  void stdoutPrintsLinesAndIsFlushedNotClosed() {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    PrintStream out = new PrintStream(bytes, false, StandardCharsets.UTF_8);
+    Sink sink = JsonLinesSink.stream("stdout", out, clock);
+
+    sink.deliver(delivery("k-1", null, "{\"a\":1}"));
+    sink.close();
+
+    assertThat(bytes.toString(StandardCharsets.UTF_8))
+        .isEqualTo(
+            "{\"pipeline\":\"orders\",\"idempotency_key\":\"k-1\",\"ordering_key\":null,"
+                + "\"delivered_at\":\"2026-03-01T12:00:00.250Z\",\"event\":{\"a\":1}}\n");
+    out.println("still open");
+    assertThat(out.checkError()).isFalse();
+  }
+
+  @Test
+  void sinksStdoutWritesToSystemOut() {
+    PrintStream original = System.out;
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    System.setOut(new PrintStream(bytes, true, StandardCharsets.UTF_8));
+    try {
+      Sink sink = Sinks.stdout();
+      sink.deliver(delivery("k-1", null, "{}"));
+      assertThat(sink.describe()).isEqualTo("stdout");
+    } finally {
+      System.setOut(original);
+    }
+    assertThat(bytes.toString(StandardCharsets.UTF_8)).contains("\"idempotency_key\":\"k-1\"");
+  }
+
+  @Test
+  void aClosedSinkFailsRetryably() {
+    Sink sink = Sinks.file(dir.resolve("out.jsonl"));
+    sink.close();
+
+    assertThat(sink.deliver(delivery("k", null, "{}")))
+        .isInstanceOfSatisfying(
+            DeliveryOutcome.Failed.class, f -> assertThat(f.retryable()).isTrue());
+  }
+}

@@ -1,0 +1,260 @@
+package dev.idem.server.pipeline;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.idem.DedupKey;
+import dev.idem.Deduplicator;
+import dev.idem.ManualTimeSource;
+import dev.idem.Scope;
+import dev.idem.server.config.ConfigLoader;
+import dev.idem.server.config.PipelineSettings;
+import dev.idem.server.deliver.Delivery;
+import dev.idem.server.support.RecordingSink;
+import dev.idem.server.support.SwitchableStore;
+import dev.idem.server.support.TestParts;
+import dev.idem.server.transform.TransformException;
+import dev.idem.spi.KeyState;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.junit.jupiter.api.Test;
+
+/** The pipeline's steps and settlements, without HTTP. */
+class PipelineTest {
+  final SwitchableStore store = new SwitchableStore();
+  final RecordingSink sink = new RecordingSink();
+  final ManualTimeSource time = new ManualTimeSource();
+
+  static PipelineSettings settings(String dedup, String deliver) {
+    return ConfigLoader.parse(
+            "p.yaml",
+            "store: { type: memory }\npipelines:\n  - id: p\n    source: { webhook: { path: /p } }\n"
+                + (dedup.isEmpty() ? "" : "    dedup: " + dedup + "\n")
+                + "    deliver: "
+                + deliver
+                + "\n",
+            n -> null)
+        .pipelines()
+        .get(0);
+  }
+
+  Pipeline.Builder builder(PipelineSettings s) {
+    Pipeline.Builder b =
+        Pipeline.builder(s)
+            .keys(TestParts.idField())
+            .timeSource(time)
+            .deliverer(TestParts.retrying(sink, 0));
+    if (s.dedup() != null) {
+      b.dedup(
+          Deduplicator.builder(store, Scope.of("p"))
+              .config(s.dedup().config())
+              .timeSource(time)
+              .build(),
+          store);
+    }
+    return b;
+  }
+
+  static InboundRequest event(String json) {
+    return new InboundRequest(json.getBytes(StandardCharsets.UTF_8), name -> null);
+  }
+
+  KeyState state(String id) {
+    return store.inspect(Scope.of("p"), TestParts.keyOf(id), time.wallMillis());
+  }
+
+  @Test
+  void aTransformWithNoOutputDropsTheEventAndReleasesItsKey() {
+    Pipeline p =
+        builder(settings("{ key: source.id }", "{ stdout: {} }")).transform(b -> List.of()).build();
+
+    Answer a = p.handle(event("{\"id\":\"drop\"}"));
+
+    assertThat(a).isEqualTo(Answer.ACCEPTED);
+    assertThat(sink.delivered()).isEmpty();
+    assertThat(state("drop")).isEqualTo(KeyState.ABSENT);
+  }
+
+  @Test
+  void aFailingTransformIs500AndReleasesTheKey() {
+    Pipeline p =
+        builder(settings("{ key: source.id }", "{ stdout: {} }"))
+            .transform(
+                b -> {
+                  throw new TransformException("jq: .x is not an object", new RuntimeException());
+                })
+            .build();
+
+    Answer a = p.handle(event("{\"id\":\"bad\"}"));
+
+    assertThat(a.status()).isEqualTo(500);
+    assertThat(a.bodyText())
+        .startsWith("{\"error\":\"transform_failed\"")
+        .contains(".x is not an object");
+    assertThat(state("bad")).isEqualTo(KeyState.ABSENT);
+  }
+
+  @Test
+  void aFanOutDeliversEveryChildWithItsOwnIdempotencyKeyThenCommits() {
+    Pipeline p =
+        builder(settings("{ key: source.id }", "{ stdout: {} }"))
+            .transform(
+                b ->
+                    List.of(
+                        "{\"line\":1}".getBytes(StandardCharsets.UTF_8),
+                        "{\"line\":2}".getBytes(StandardCharsets.UTF_8)))
+            .build();
+
+    Answer a = p.handle(event("{\"id\":\"fan\"}"));
+
+    String hex = TestParts.keyOf("fan").toHex();
+    assertThat(a).isEqualTo(Answer.ACCEPTED);
+    assertThat(sink.delivered())
+        .extracting(Delivery::idempotencyKey)
+        .containsExactly("p:" + hex + ":0", "p:" + hex + ":1");
+    assertThat(state("fan")).isInstanceOf(KeyState.Committed.class);
+  }
+
+  @Test
+  void aFanOutWhoseChildFailsIs502AndReleasesTheParentKey() {
+    Pipeline p =
+        builder(settings("{ key: source.id }", "{ stdout: {} }"))
+            .transform(
+                b ->
+                    List.of(
+                        "{\"line\":1}".getBytes(StandardCharsets.UTF_8),
+                        "{\"line\":2}".getBytes(StandardCharsets.UTF_8)))
+            .deliverer(
+                d ->
+                    d.idempotencyKey().endsWith(":1")
+                        ? new dev.idem.server.deliver.DeliveryOutcome.Failed("down", true)
+                        : sink.deliver(d))
+            .build();
+
+    Answer a = p.handle(event("{\"id\":\"fan-fail\"}"));
+
+    assertThat(a.status()).isEqualTo(502);
+    assertThat(state("fan-fail")).isEqualTo(KeyState.ABSENT);
+  }
+
+  @Test
+  void asyncModeCommitsTheKeyAndEnqueuesTheEventInOneStepThenAnswers202() {
+    List<Delivery> encoded = new ArrayList<>();
+    Pipeline p =
+        builder(settings("{ key: source.id }", "{ mode: async, stdout: {} }"))
+            .outboxEncoder(
+                d -> {
+                  encoded.add(d);
+                  return d.body();
+                })
+            .build();
+
+    Answer first = p.handle(event("{\"id\":\"a-1\"}"));
+    Answer again = p.handle(event("{\"id\":\"a-1\"}"));
+
+    assertThat(first).isEqualTo(Answer.ACCEPTED);
+    assertThat(again).isEqualTo(Answer.DUPLICATE);
+    assertThat(sink.delivered()).isEmpty(); // the dispatcher delivers, not the request
+    assertThat(store.depth("p")).isEqualTo(1);
+    assertThat(encoded)
+        .singleElement()
+        .satisfies(
+            d -> assertThat(d.idempotencyKey()).isEqualTo("p:" + TestParts.keyOf("a-1").toHex()));
+    assertThat(state("a-1")).isInstanceOf(KeyState.Committed.class);
+  }
+
+  @Test
+  void asyncModeWhoseLeaseRanOutBeforeTheAcceptEnqueuesNothingAndSays503() {
+    Pipeline p =
+        builder(settings("{ key: source.id, lease: 1s }", "{ mode: async, stdout: {} }"))
+            .transform(
+                b -> {
+                  time.advance(Duration.ofSeconds(2)); // processing outlasts the lease
+                  return List.of(b);
+                })
+            .outboxEncoder(Delivery::body)
+            .build();
+
+    Answer a = p.handle(event("{\"id\":\"slow\"}"));
+
+    assertThat(a.status()).isEqualTo(503);
+    assertThat(a.bodyText()).startsWith("{\"error\":\"lease_expired\"");
+    assertThat(store.depth("p")).isZero();
+  }
+
+  @Test
+  void theOrderingTurnIsHeldDuringDeliveryAndGivenBackAfterwards() {
+    List<String> log = new ArrayList<>();
+    OrderingStep ordering =
+        request -> {
+          log.add("enter");
+          return new OrderingStep.Turn() {
+            @Override
+            public String key() {
+              return "customer-9";
+            }
+
+            @Override
+            public void close() {
+              log.add("leave");
+            }
+          };
+        };
+    Pipeline p =
+        builder(settings("{ key: source.id }", "{ stdout: {} }"))
+            .ordering(ordering)
+            .deliverer(
+                d -> {
+                  log.add("deliver " + d.orderingKey());
+                  return sink.deliver(d);
+                })
+            .build();
+
+    p.handle(event("{\"id\":\"o-1\"}"));
+
+    assertThat(log).containsExactly("enter", "deliver customer-9", "leave");
+  }
+
+  @Test
+  void withoutDedupEveryEventIsDelivered() {
+    Pipeline p = builder(settings("", "{ stdout: {} }")).build();
+
+    p.handle(event("{\"id\":\"same\"}"));
+    p.handle(event("{\"id\":\"same\"}"));
+
+    assertThat(sink.delivered()).hasSize(2);
+  }
+
+  @Test
+  void headersReachTheKeyRuleCaseInsensitively() {
+    Map<String, String> headers = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+    headers.put("X-Id", "h-1");
+    EventKeys byHeader =
+        new EventKeys() {
+          @Override
+          public DedupKey derive(InboundRequest r) {
+            return TestParts.keyOf(r.header("x-id"));
+          }
+
+          @Override
+          public DedupKey fromRaw(String raw) {
+            return TestParts.keyOf(raw);
+          }
+
+          @Override
+          public String describe() {
+            return "header X-Id";
+          }
+        };
+    Pipeline p =
+        builder(settings("{ key: 'header(\"X-Id\")' }", "{ stdout: {} }")).keys(byHeader).build();
+
+    Answer a = p.handle(new InboundRequest("{}".getBytes(StandardCharsets.UTF_8), headers::get));
+
+    assertThat(a).isEqualTo(Answer.ACCEPTED);
+    assertThat(state("h-1")).isInstanceOf(KeyState.Committed.class);
+  }
+}

@@ -1,0 +1,138 @@
+package dev.idem.server.support;
+
+import dev.idem.DedupKey;
+import dev.idem.Scope;
+import dev.idem.StoreUnavailableException;
+import dev.idem.spi.CommitRequest;
+import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DedupStore;
+import dev.idem.spi.KeyState;
+import dev.idem.spi.OutboxMessage;
+import dev.idem.spi.OutboxRecord;
+import dev.idem.spi.OutboxStore;
+import dev.idem.spi.ReleaseRequest;
+import dev.idem.spi.ReserveRequest;
+import dev.idem.spi.ReserveResult;
+import dev.idem.spi.SettleResult;
+import dev.idem.spi.StoreCapabilities;
+import dev.idem.store.memory.MemoryDedupStore;
+import java.util.List;
+
+/**
+ * The real memory store behind an off switch: while {@link #down(boolean) down}, every call throws
+ * {@link StoreUnavailableException}, as an unreachable Redis or database would.
+ */
+public final class SwitchableStore implements DedupStore, OutboxStore {
+  private final MemoryDedupStore store = MemoryDedupStore.builder().build();
+  private volatile boolean down;
+
+  /** Turns the store off (every call fails) or on again. */
+  public void down(boolean down) {
+    this.down = down;
+  }
+
+  private void check() {
+    if (down) {
+      throw new StoreUnavailableException("switchable", false, "the test turned the store off");
+    }
+  }
+
+  @Override
+  public ReserveResult reserve(ReserveRequest request) {
+    check();
+    return store.reserve(request);
+  }
+
+  @Override
+  public SettleResult commit(CommitRequest request) {
+    check();
+    return store.commit(request);
+  }
+
+  @Override
+  public SettleResult release(ReleaseRequest request) {
+    check();
+    return store.release(request);
+  }
+
+  @Override
+  public KeyState inspect(Scope scope, DedupKey key, long nowMillis) {
+    check();
+    return store.inspect(scope, key, nowMillis);
+  }
+
+  @Override
+  public boolean forget(Scope scope, DedupKey key) {
+    check();
+    return store.forget(scope, key);
+  }
+
+  @Override
+  public long clear(Scope scope) {
+    check();
+    return store.clear(scope);
+  }
+
+  @Override
+  public void checkHealth() {
+    check();
+    store.checkHealth();
+  }
+
+  @Override
+  public StoreCapabilities capabilities() {
+    return store.capabilities();
+  }
+
+  @Override
+  public String describe() {
+    return "switchable";
+  }
+
+  @Override
+  public void close() {
+    store.close();
+  }
+
+  @Override
+  public SettleResult commitAndEnqueue(CommitRequest commit, OutboxMessage message) {
+    check();
+    return store.commitAndEnqueue(commit, message);
+  }
+
+  @Override
+  public List<OutboxRecord> claim(String queue, int max, long nowMillis, long claimMillis) {
+    check();
+    return store.claim(queue, max, nowMillis, claimMillis);
+  }
+
+  @Override
+  public boolean acknowledge(String queue, long id) {
+    check();
+    return store.acknowledge(queue, id);
+  }
+
+  @Override
+  public void reschedule(String queue, long id, long notBeforeMillis, String error) {
+    check();
+    store.reschedule(queue, id, notBeforeMillis, error);
+  }
+
+  @Override
+  public void deadLetter(String queue, long id, String reason, long nowMillis) {
+    check();
+    store.deadLetter(queue, id, reason, nowMillis);
+  }
+
+  @Override
+  public List<DeadLetter> deadLetters(String queue, int limit) {
+    check();
+    return store.deadLetters(queue, limit);
+  }
+
+  @Override
+  public long depth(String queue) {
+    check();
+    return store.depth(queue);
+  }
+}
