@@ -264,8 +264,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
   /**
    * {@inheritDoc}
    *
-   * <p>Here: answers true if the key had an entry that had not expired by the store's {@link
-   * TimeSource}; an expired entry is removed too, and answers false.
+   * <p>Here: answers true if the key had a stored entry, expired or not (an expired entry not yet
+   * swept counts, as the SPI says), and removes it with its expiry-index entry.
    */
   @Override
   public boolean forget(Scope scope, DedupKey key) {
@@ -285,7 +285,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         stage(step, sk, key, entryKey, current, null);
         writing = true;
         writer.write(step, false);
-        return !current.isDeadAt(time.wallMillis());
+        return true;
       } finally {
         lock.unlock();
       }

@@ -506,6 +506,26 @@ class RocksDbDedupStoreTest {
   }
 
   @Test
+  void forgetOfAnExpiredEntryNotYetSweptAnswersTrueAndRemovesItsIndexEntry() throws Exception {
+    // given: a committed key whose one-second window has passed, not swept
+    RocksDbDedupStore store = open();
+    long now = clock.wallMillis();
+    long t = token();
+    store.reserve(reserve(ORDERS, key("k"), t, now));
+    store.commit(commit(ORDERS, key("k"), t, now, new Ttl(1_000, dev.idem.Expiry.FIXED), null));
+    clock.advance(Duration.ofSeconds(5));
+
+    // when
+    boolean forgotten = store.forget(ORDERS, key("k"));
+
+    // then
+    assertThat(forgotten).isTrue();
+    assertThat(store.forget(ORDERS, key("k"))).isFalse();
+    store.close();
+    assertThat(RawDb.countScopeKeys(dir, Handles.CF_EXPIRY, ORDERS)).isZero();
+  }
+
+  @Test
   void aValueInAnUnknownFormatIsAStoreExceptionNamingTheKey() throws Exception {
     // given: a value of format version 9 under an entry key
     open().close();
