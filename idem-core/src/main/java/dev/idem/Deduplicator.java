@@ -3,6 +3,8 @@ package dev.idem;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.KeyState;
+import dev.idem.spi.OutboxMessage;
+import dev.idem.spi.OutboxStore;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
@@ -314,6 +316,27 @@ public final class Deduplicator {
     SettleResult answer =
         store.commit(new CommitRequest(scope, r.key(), r.token(), time.wallMillis(), ttl, result));
     return settled(r.key(), answer, Settlement.COMMITTED);
+  }
+
+  Settlement settleCommitAndEnqueue(Reservation r, List<OutboxMessage> messages) {
+    SettleResult answer =
+        outbox()
+            .commitAndEnqueue(
+                new CommitRequest(scope, r.key(), r.token(), time.wallMillis(), ttl, null),
+                messages);
+    return settled(r.key(), answer, Settlement.COMMITTED);
+  }
+
+  /** Returns the store as an outbox, or fails saying the store has none. */
+  OutboxStore outbox() {
+    if (store instanceof OutboxStore box) {
+      return box;
+    }
+    throw new IllegalStateException(
+        "the store "
+            + store.describe()
+            + " has no outbox; use a store whose capabilities include outbox (memory, RocksDB,"
+            + " JDBC) for commitAndEnqueue");
   }
 
   Settlement settleRelease(Reservation r) {

@@ -1,8 +1,10 @@
 package dev.idem;
 
+import dev.idem.spi.OutboxMessage;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Instant;
+import java.util.List;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
@@ -124,6 +126,28 @@ public final class Reservation {
   public Settlement commit(byte @Nullable [] result) {
     begin();
     return finish(() -> owner.settleCommit(this, result));
+  }
+
+  /**
+   * Commits and appends messages to the store's outbox in one atomic step (the transactional
+   * outbox): once this returns {@link Settlement#COMMITTED}, the key and every message are recorded
+   * together; on {@link Settlement#LEASE_LOST} neither is. Use it to accept an event for
+   * asynchronous delivery.
+   *
+   * @param messages the messages to deliver later, at least one
+   * @return {@link Settlement#COMMITTED}, or {@link Settlement#LEASE_LOST} if the lease had run out
+   * @throws ReservationSettledException if already settled
+   * @throws IllegalStateException if the deduplicator's store has no outbox ({@link
+   *     dev.idem.spi.StoreCapabilities#outbox()})
+   * @throws StoreUnavailableException if the store did not answer (the reservation stays open)
+   */
+  public Settlement commitAndEnqueue(List<OutboxMessage> messages) {
+    if (messages.isEmpty()) {
+      throw new IllegalArgumentException("commitAndEnqueue needs at least one message");
+    }
+    owner.outbox(); // fails before settling if there is no outbox
+    begin();
+    return finish(() -> owner.settleCommitAndEnqueue(this, messages));
   }
 
   /**

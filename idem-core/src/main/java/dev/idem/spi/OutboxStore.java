@@ -17,16 +17,31 @@ import java.util.List;
 public interface OutboxStore {
 
   /**
-   * Commits a reservation and appends a message, in one atomic step: if the commit is {@link
-   * SettleResult#STALE}, nothing is appended. A repeated call with the token that already committed
-   * (a retry after an unknown outcome) answers {@link SettleResult#APPLIED} and appends nothing, so
-   * a message is never enqueued twice for one commit.
+   * Commits a reservation and appends messages, in one atomic step: if the commit is {@link
+   * SettleResult#STALE}, nothing is appended; if it is applied, every message is appended, in list
+   * order (an event a transform fanned out into several deliveries is accepted whole or not at
+   * all). A repeated call with the token that already committed (a retry after an unknown outcome)
+   * answers {@link SettleResult#APPLIED} and appends nothing, so messages are never enqueued twice
+   * for one commit.
+   *
+   * @param commit the commit, as for {@link DedupStore#commit}
+   * @param messages the messages to append, at least one; they may name different queues
+   * @return whether the commit (and so the append) was applied
+   * @throws IllegalArgumentException if {@code messages} is empty
+   */
+  SettleResult commitAndEnqueue(CommitRequest commit, List<OutboxMessage> messages);
+
+  /**
+   * Commits a reservation and appends one message, in one atomic step; see {@link
+   * #commitAndEnqueue(CommitRequest, List)}.
    *
    * @param commit the commit, as for {@link DedupStore#commit}
    * @param message the message to append
    * @return whether the commit (and so the append) was applied
    */
-  SettleResult commitAndEnqueue(CommitRequest commit, OutboxMessage message);
+  default SettleResult commitAndEnqueue(CommitRequest commit, OutboxMessage message) {
+    return commitAndEnqueue(commit, List.of(message));
+  }
 
   /**
    * Claims up to {@code max} deliverable entries of one queue, oldest first: entries not claimed by

@@ -176,7 +176,6 @@ public final class ServiceAssembly {
           Pipeline.builder(p)
               .verifier(verifier)
               .keys(PipelineKeys.of(d == null ? null : d.key(), verifier))
-              .listener(metrics.dedupListener())
               .meters(metrics.pipeline(p.id()))
               .timeSource(time);
       OutboxStore outbox = null;

@@ -124,6 +124,64 @@ abstract class OutboxChecks extends ContractChecks {
   }
 
   @Test
+  void severalMessagesAreAppendedWithTheCommitInListOrder() {
+    // given a held key and three messages, two for this queue and one for another
+    OutboxStore outbox = fx.assumeOutbox();
+    String other = queue() + "-other";
+    DedupKey key = newKey();
+    long token = acquire(key);
+    List<OutboxMessage> messages =
+        List.of(
+            new OutboxMessage(queue(), key, utf8("child-0")),
+            new OutboxMessage(other, key, utf8("elsewhere")),
+            new OutboxMessage(queue(), key, utf8("child-1")));
+
+    // when they are committed together
+    SettleResult r = outbox.commitAndEnqueue(commitRequest(key, token, SLIDING, null), messages);
+
+    // then every message is there, in list order per queue
+    assertSettle(r, SettleResult.APPLIED, "commitAndEnqueue of three messages");
+    List<String> here = new ArrayList<>();
+    for (OutboxRecord rec : outbox.claim(queue(), 10, now(), CLAIM)) {
+      here.add(new String(rec.payload(), java.nio.charset.StandardCharsets.UTF_8));
+    }
+    assertThat(here).containsExactly("child-0", "child-1");
+    assertThat(outbox.depth(other)).as("depth of the other queue").isEqualTo(1);
+  }
+
+  @Test
+  void aStaleOrRetriedCommitOfSeveralMessagesAppendsNoneOfThem() {
+    // given a key committed with two messages, and a key held by someone else
+    OutboxStore outbox = fx.assumeOutbox();
+    DedupKey key = newKey();
+    long token = acquire(key);
+    List<OutboxMessage> messages =
+        List.of(
+            new OutboxMessage(queue(), key, utf8("a")), new OutboxMessage(queue(), key, utf8("b")));
+    assertSettle(
+        outbox.commitAndEnqueue(commitRequest(key, token, SLIDING, null), messages),
+        SettleResult.APPLIED,
+        "commitAndEnqueue");
+    DedupKey held = newKey();
+    long holder = acquire(held);
+
+    // when the first is retried and the second is committed with a foreign token
+    SettleResult retried =
+        outbox.commitAndEnqueue(commitRequest(key, token, SLIDING, null), messages);
+    SettleResult foreign =
+        outbox.commitAndEnqueue(
+            commitRequest(held, holder ^ 1, SLIDING, null),
+            List.of(
+                new OutboxMessage(queue(), held, utf8("x")),
+                new OutboxMessage(queue(), held, utf8("y"))));
+
+    // then only the first commit's two messages exist
+    assertSettle(retried, SettleResult.APPLIED, "the retried commitAndEnqueue");
+    assertSettle(foreign, SettleResult.STALE, "commitAndEnqueue with a foreign token");
+    assertThat(outbox.depth(queue())).as("messages after a retry and a stale commit").isEqualTo(2);
+  }
+
+  @Test
   void claimsHandEntriesOutInAppendOrder() {
     // given
     OutboxStore outbox = fx.assumeOutbox();

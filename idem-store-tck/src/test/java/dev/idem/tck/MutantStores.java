@@ -254,14 +254,17 @@ final class MutantStores {
     }
 
     @Override
-    public SettleResult commitAndEnqueue(CommitRequest commit, OutboxMessage message) {
+    public SettleResult commitAndEnqueue(
+        CommitRequest commit, java.util.List<OutboxMessage> messages) {
       synchronized (storage) {
         SettleResult r = commit(commit);
-        long id = ++storage.nextId;
-        storage
-            .outbox
-            .computeIfAbsent(message.queue(), q -> new java.util.TreeMap<>())
-            .put(id, new Item(id, message, commit.nowMillis()));
+        for (OutboxMessage message : messages) {
+          long id = ++storage.nextId;
+          storage
+              .outbox
+              .computeIfAbsent(message.queue(), q -> new java.util.TreeMap<>())
+              .put(id, new Item(id, message, commit.nowMillis()));
+        }
         return r;
       }
     }

@@ -213,13 +213,18 @@ class ReferenceStore implements DedupStore, OutboxStore {
   // ---- the outbox ----
 
   @Override
-  public SettleResult commitAndEnqueue(CommitRequest commit, OutboxMessage message) {
+  public SettleResult commitAndEnqueue(CommitRequest commit, List<OutboxMessage> messages) {
+    if (messages.isEmpty()) {
+      throw new IllegalArgumentException("commitAndEnqueue needs at least one message");
+    }
     synchronized (storage) {
       Transition<SettleResult> t = commitLocked(commit);
       if (t.changed()) {
         // a retried commit (APPLIED, unchanged) already enqueued the first time
-        long id = ++storage.nextId;
-        queue(message.queue()).put(id, new Item(id, message, commit.nowMillis()));
+        for (OutboxMessage message : messages) {
+          long id = ++storage.nextId;
+          queue(message.queue()).put(id, new Item(id, message, commit.nowMillis()));
+        }
       }
       return t.answer();
     }

@@ -599,9 +599,11 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * @throws IllegalStateException if the store is closed
    */
   @Override
-  public SettleResult commitAndEnqueue(CommitRequest commit, OutboxMessage message) {
-    Objects.requireNonNull(message, "message");
-    return commit(commit, message);
+  public SettleResult commitAndEnqueue(CommitRequest commit, List<OutboxMessage> messages) {
+    if (messages.isEmpty()) {
+      throw new IllegalArgumentException("commitAndEnqueue needs at least one message");
+    }
+    return commit(commit, List.copyOf(messages));
   }
 
   /**
@@ -686,7 +688,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
 
   // ---------------------------------------------------------------------------------------------
 
-  private SettleResult commit(CommitRequest c, @Nullable OutboxMessage message) {
+  private SettleResult commit(CommitRequest c, @Nullable List<OutboxMessage> messages) {
     DedupKey key = c.key();
     long w0 = key.word(0);
     long w1 = key.word(1);
@@ -694,15 +696,24 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     long w3 = key.word(3);
     long h = Segment.hash(w0, w1, w2, w3);
     byte[] result = copy(c.result());
-    OutboxQueue queue = message == null ? null : queue(message.queue());
+    OutboxQueue[] queues = null;
+    if (messages != null) {
+      queues = new OutboxQueue[messages.size()];
+      for (int i = 0; i < queues.length; i++) {
+        queues[i] = queue(messages.get(i).queue());
+      }
+    }
     Scope scope = c.scope();
     Segment seg = segment(scope);
     while (true) {
       synchronized (seg) {
         if (!seg.retired) {
           SettleResult s = seg.commit(h, w0, w1, w2, w3, c, result);
-          if (s == SettleResult.APPLIED && queue != null) {
-            queue.append(message.key(), message.payload(), c.nowMillis());
+          if (s == SettleResult.APPLIED && queues != null) {
+            for (int i = 0; i < queues.length; i++) {
+              OutboxMessage m = messages.get(i);
+              queues[i].append(m.key(), m.payload(), c.nowMillis());
+            }
           }
           return s == null ? SettleResult.APPLIED : s;
         }

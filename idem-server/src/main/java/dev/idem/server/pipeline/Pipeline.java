@@ -2,7 +2,6 @@ package dev.idem.server.pipeline;
 
 import dev.idem.Decision;
 import dev.idem.DedupKey;
-import dev.idem.DedupListener;
 import dev.idem.Deduplicator;
 import dev.idem.FanOut;
 import dev.idem.Fingerprint;
@@ -22,10 +21,9 @@ import dev.idem.server.signature.SignatureException;
 import dev.idem.server.signature.SignatureVerifier;
 import dev.idem.server.transform.Transform;
 import dev.idem.server.transform.TransformException;
-import dev.idem.spi.CommitRequest;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxStore;
-import dev.idem.spi.SettleResult;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -59,8 +57,10 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>A transform that outputs nothing drops the event: the key is released and the answer is {@code
- * 202}. Several outputs fan out: in sync mode the key commits once every output was delivered and
- * is released at the first failure.
+ * 202}. Several outputs fan out, each with its own {@code Idempotency-Key} ({@code <key>:<index>}):
+ * in sync mode the key commits once every output was delivered and is released at the first
+ * failure; in async mode the key's commit and every output's outbox entry are written in one atomic
+ * step.
  */
 public final class Pipeline {
   private static final Logger LOG = LoggerFactory.getLogger(Pipeline.class);
@@ -84,7 +84,6 @@ public final class Pipeline {
   private final @Nullable Transform transform;
   private final Deliverer deliverer;
   private final @Nullable Function<Delivery, byte[]> outboxEncoder;
-  private final DedupListener listener;
   private final Runnable onEnqueued;
   private final IdemMetrics.@Nullable PipelineMeters meters;
   private final TimeSource time;
@@ -105,7 +104,6 @@ public final class Pipeline {
     this.transform = b.transform;
     this.deliverer = Objects.requireNonNull(b.deliverer, "deliverer");
     this.outboxEncoder = b.outboxEncoder;
-    this.listener = b.listener;
     this.onEnqueued = b.onEnqueued;
     this.meters = b.meters;
     this.time = b.time;
@@ -391,28 +389,17 @@ public final class Pipeline {
 
   private Answer enqueue(
       DedupKey key, Reservation r, @Nullable String orderingKey, List<byte[]> outputs) {
-    if (outputs.size() != 1) {
-      release(r, key, "an async fan-out is not supported");
-      return Answer.error(
-          500,
-          "fan_out_unsupported",
-          "the transform produced "
-              + outputs.size()
-              + " events; async delivery takes one event per request (use deliver.mode: sync to"
-              + " fan out); the key was released");
+    Function<Delivery, byte[]> encoder = Objects.requireNonNull(outboxEncoder);
+    String idempotencyKey = idempotencyKey(key);
+    List<OutboxMessage> messages = new ArrayList<>(outputs.size());
+    for (int i = 0; i < outputs.size(); i++) {
+      // Fan-out children get their own Idempotency-Key, as in sync mode.
+      String childKey = outputs.size() == 1 ? idempotencyKey : idempotencyKey + ":" + i;
+      Delivery delivery = new Delivery(id, childKey, orderingKey, outputs.get(i), JSON_HEADERS);
+      messages.add(new OutboxMessage(id, key, encoder.apply(delivery)));
     }
-    OutboxStore box = Objects.requireNonNull(outbox);
-    Deduplicator d = Objects.requireNonNull(dedup);
-    byte[] payload =
-        Objects.requireNonNull(outboxEncoder)
-            .apply(
-                new Delivery(id, idempotencyKey(key), orderingKey, outputs.get(0), JSON_HEADERS));
-    CommitRequest commit =
-        new CommitRequest(
-            r.scope(), key, r.token(), time.wallMillis(), d.config().storeTtl(), null);
-    SettleResult result = box.commitAndEnqueue(commit, new OutboxMessage(id, key, payload));
-    if (result == SettleResult.STALE) {
-      listener.onLeaseLost(r.scope(), key);
+    // The key's commit and every message are written together: accepted whole or not at all.
+    if (r.commitAndEnqueue(messages) == Settlement.LEASE_LOST) {
       LOG.warn(
           "pipeline={} key={} lease ran out before the accept was written; nothing was enqueued",
           id,
@@ -424,7 +411,6 @@ public final class Pipeline {
               + " recorded for this request, retry later",
           Map.of("Retry-After", STORE_RETRY_AFTER));
     }
-    listener.onCommitted(r.scope(), key);
     onEnqueued.run();
     return Answer.ACCEPTED;
   }
@@ -503,7 +489,6 @@ public final class Pipeline {
     private @Nullable Transform transform;
     private @Nullable Deliverer deliverer;
     private @Nullable Function<Delivery, byte[]> outboxEncoder;
-    private DedupListener listener = DedupListener.NOOP;
     private Runnable onEnqueued = () -> {};
     private IdemMetrics.@Nullable PipelineMeters meters;
     private TimeSource time = TimeSource.system();
@@ -599,18 +584,6 @@ public final class Pipeline {
      */
     public Builder outboxEncoder(@Nullable Function<Delivery, byte[]> encoder) {
       this.outboxEncoder = encoder;
-      return this;
-    }
-
-    /**
-     * Sets the listener told of commits made through the outbox (the deduplicator's own listeners
-     * hear the rest).
-     *
-     * @param listener the listener
-     * @return this builder
-     */
-    public Builder listener(DedupListener listener) {
-      this.listener = Objects.requireNonNull(listener, "listener");
       return this;
     }
 

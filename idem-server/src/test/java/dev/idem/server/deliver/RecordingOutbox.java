@@ -53,8 +53,8 @@ final class RecordingOutbox implements OutboxStore {
   }
 
   @Override
-  public SettleResult commitAndEnqueue(CommitRequest commit, OutboxMessage message) {
-    return delegate.commitAndEnqueue(commit, message);
+  public SettleResult commitAndEnqueue(CommitRequest commit, List<OutboxMessage> messages) {
+    return delegate.commitAndEnqueue(commit, messages);
   }
 
   @Override

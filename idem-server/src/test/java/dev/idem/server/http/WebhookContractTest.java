@@ -141,7 +141,6 @@ class WebhookContractTest {
     return Pipeline.builder(p)
         .keys(TestParts.idField())
         .dedup(dedup, store)
-        .listener(metrics.dedupListener())
         .meters(metrics.pipeline(id))
         .deliverer(TestParts.retrying(sink, p.deliver().retry().retries()));
   }

@@ -167,6 +167,34 @@ class PipelineTest {
   }
 
   @Test
+  void asyncModeEnqueuesEveryFanOutChildWithTheCommitInOneStep() {
+    List<Delivery> encoded = new ArrayList<>();
+    Pipeline p =
+        builder(settings("{ key: source.id }", "{ mode: async, stdout: {} }"))
+            .transform(
+                b ->
+                    List.of(
+                        "{\"line\":1}".getBytes(StandardCharsets.UTF_8),
+                        "{\"line\":2}".getBytes(StandardCharsets.UTF_8)))
+            .outboxEncoder(
+                d -> {
+                  encoded.add(d);
+                  return d.body();
+                })
+            .build();
+
+    Answer a = p.handle(event("{\"id\":\"a-fan\"}"));
+
+    String hex = TestParts.keyOf("a-fan").toHex();
+    assertThat(a).isEqualTo(Answer.ACCEPTED);
+    assertThat(store.depth("p")).isEqualTo(2);
+    assertThat(encoded)
+        .extracting(Delivery::idempotencyKey)
+        .containsExactly("p:" + hex + ":0", "p:" + hex + ":1");
+    assertThat(state("a-fan")).isInstanceOf(KeyState.Committed.class);
+  }
+
+  @Test
   void asyncModeWhoseLeaseRanOutBeforeTheAcceptEnqueuesNothingAndSays503() {
     Pipeline p =
         builder(settings("{ key: source.id, lease: 1s }", "{ mode: async, stdout: {} }"))

@@ -95,9 +95,9 @@ public final class SwitchableStore implements DedupStore, OutboxStore {
   }
 
   @Override
-  public SettleResult commitAndEnqueue(CommitRequest commit, OutboxMessage message) {
+  public SettleResult commitAndEnqueue(CommitRequest commit, List<OutboxMessage> messages) {
     check();
-    return store.commitAndEnqueue(commit, message);
+    return store.commitAndEnqueue(commit, messages);
   }
 
   @Override

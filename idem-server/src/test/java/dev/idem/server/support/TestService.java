@@ -36,7 +36,6 @@ public final class TestService implements AutoCloseable {
       Pipeline.Builder b =
           Pipeline.builder(p)
               .keys(TestParts.idField())
-              .listener(metrics.dedupListener())
               .deliverer(TestParts.retrying(sink, p.deliver().retry().retries()));
       if (p.dedup() != null) {
         b.dedup(

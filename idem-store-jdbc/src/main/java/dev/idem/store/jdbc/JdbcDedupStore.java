@@ -828,10 +828,16 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
    * (same transaction), so retrying after an unknown outcome never enqueues twice.
    */
   @Override
-  public SettleResult commitAndEnqueue(CommitRequest commit, OutboxMessage message) {
+  public SettleResult commitAndEnqueue(CommitRequest commit, List<OutboxMessage> messages) {
     ensureOpen();
     Objects.requireNonNull(commit, "commit");
-    checkQueue(Objects.requireNonNull(message, "message").queue());
+    if (messages.isEmpty()) {
+      throw new IllegalArgumentException("commitAndEnqueue needs at least one message");
+    }
+    List<OutboxMessage> copy = List.copyOf(messages);
+    for (OutboxMessage message : copy) {
+      checkQueue(message.queue());
+    }
     return exec.transaction(
         "commitAndEnqueue",
         c -> {
@@ -842,12 +848,21 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
             }
           }
           try (PreparedStatement ps = c.prepareStatement(sql.enqueue)) {
-            ps.setString(1, message.queue());
-            ps.setBytes(2, message.key().toBytes());
-            ps.setBytes(3, message.payload());
-            ps.setLong(4, commit.nowMillis());
-            ps.setLong(5, commit.nowMillis());
-            ps.executeUpdate();
+            for (OutboxMessage message : copy) {
+              ps.setString(1, message.queue());
+              ps.setBytes(2, message.key().toBytes());
+              ps.setBytes(3, message.payload());
+              ps.setLong(4, commit.nowMillis());
+              ps.setLong(5, commit.nowMillis());
+              if (copy.size() == 1) {
+                ps.executeUpdate();
+              } else {
+                ps.addBatch();
+              }
+            }
+            if (copy.size() > 1) {
+              ps.executeBatch();
+            }
           }
           return SettleResult.APPLIED;
         });

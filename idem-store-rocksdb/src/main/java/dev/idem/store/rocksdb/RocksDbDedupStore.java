@@ -512,9 +512,11 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
    * message).
    */
   @Override
-  public SettleResult commitAndEnqueue(CommitRequest commit, OutboxMessage message) {
-    Objects.requireNonNull(message, "message");
-    byte[] queuePrefix = OutboxCodec.queuePrefix(message.queue());
+  public SettleResult commitAndEnqueue(CommitRequest commit, List<OutboxMessage> messages) {
+    if (messages.isEmpty()) {
+      throw new IllegalArgumentException("commitAndEnqueue needs at least one message");
+    }
+    List<OutboxMessage> copy = List.copyOf(messages);
     return apply(
         commit.scope(),
         commit.key(),
@@ -522,11 +524,16 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         current -> DedupStateMachine.commit(current, commit),
         (step, answer) -> {
           if (answer == SettleResult.APPLIED) {
-            long id = nextOutboxId();
-            OutboxCodec.Entry entry =
-                new OutboxCodec.Entry(
-                    0, commit.nowMillis(), 0, message.key(), null, message.payload());
-            step.put(outbox, OutboxCodec.key(queuePrefix, id), OutboxCodec.encode(entry));
+            for (OutboxMessage message : copy) {
+              long id = nextOutboxId();
+              OutboxCodec.Entry entry =
+                  new OutboxCodec.Entry(
+                      0, commit.nowMillis(), 0, message.key(), null, message.payload());
+              step.put(
+                  outbox,
+                  OutboxCodec.key(OutboxCodec.queuePrefix(message.queue()), id),
+                  OutboxCodec.encode(entry));
+            }
           }
         });
   }
