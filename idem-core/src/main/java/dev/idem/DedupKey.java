@@ -45,7 +45,9 @@ public final class DedupKey {
   }
 
   /**
-   * Makes a key from its four big-endian words (for stores that keep keys as longs).
+   * Makes a key from its four big-endian words (for stores that keep keys as longs). The words must
+   * be uniformly distributed, as digest words are: {@link #hashCode()} uses only word 0, so made-up
+   * keys with a constant first word all collide in hash tables.
    *
    * @param w0 bytes 0-7
    * @param w1 bytes 8-15

@@ -67,6 +67,11 @@ public abstract class DedupStoreContract {
   /**
    * Returns a new store on fresh storage: empty, or uniquely namespaced on a shared server.
    *
+   * <p>A store with a background sweeper should sweep rarely here (e.g. once a minute of real
+   * time): some checks assert exactly what a reserve replaced ({@code EXPIRED_LEASE}, {@code
+   * EXPIRED_KEY}) right after advancing the clock, and a sweep in between would turn that into
+   * "nothing". The {@code Sweeping} checks call {@link DedupStore#sweepExpired} themselves.
+   *
    * @param time the clock the store must use for any background work (a sweeper, the outbox);
    *     operations take their time from the requests
    * @return a new store; the suite closes it after the test
