@@ -42,10 +42,13 @@ public final class Reservation {
   private final long token;
   private final long leaseUntilMillis;
 
-  @SuppressWarnings("unused") // accessed through STATE
-  private volatile int state;
+  // Read and written only through STATE: a CAS claims the handle, a release store publishes the
+  // settlement (a plain field written before it), an acquire load reads it. No full fence beyond
+  // the CAS on the hot path.
+  @SuppressWarnings("unused")
+  private int state;
 
-  private volatile @Nullable Settlement settlement;
+  private @Nullable Settlement settlement;
 
   Reservation(Deduplicator owner, DedupKey key, long token, long leaseUntilMillis) {
     this.owner = owner;
@@ -101,7 +104,7 @@ public final class Reservation {
    * @return the settlement, or null while open
    */
   public @Nullable Settlement settlement() {
-    return settlement;
+    return (int) STATE.getAcquire(this) == DONE ? settlement : null;
   }
 
   /**
@@ -171,8 +174,9 @@ public final class Reservation {
    * @throws ReservationSettledException if already settled
    */
   public FanOut fanOut(int children) {
-    if (settlement != null) {
-      throw new ReservationSettledException(scope(), key, settlement);
+    Settlement s = settlement();
+    if (s != null) {
+      throw new ReservationSettledException(scope(), key, s);
     }
     return new FanOut(this, children);
   }
@@ -180,7 +184,7 @@ public final class Reservation {
   /** Marks the handle as being settled by a batch; throws if it is not open. */
   void begin() {
     if (!STATE.compareAndSet(this, OPEN, SETTLING)) {
-      throw new ReservationSettledException(scope(), key, settlement);
+      throw new ReservationSettledException(scope(), key, settlement());
     }
   }
 
@@ -197,19 +201,19 @@ public final class Reservation {
 
   /** Reopens a handle whose settlement failed (unavailable store), so it may be retried. */
   void reopen() {
-    STATE.setVolatile(this, OPEN);
+    STATE.setRelease(this, OPEN);
   }
 
   /** Records the settlement the store answered. */
   Settlement complete(Settlement s) {
     settlement = s;
-    STATE.setVolatile(this, DONE);
+    STATE.setRelease(this, DONE);
     return s;
   }
 
   @Override
   public String toString() {
-    Settlement s = settlement;
+    Settlement s = settlement();
     return "Reservation[" + owner.scope() + " " + key + (s == null ? " open" : " " + s) + "]";
   }
 }

@@ -4,6 +4,7 @@ import dev.idem.Decision;
 import dev.idem.DedupConfig;
 import dev.idem.DedupKey;
 import dev.idem.Deduplicator;
+import dev.idem.TimeSource;
 import dev.idem.internal.Sha256Words;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.ReserveRequest;
@@ -41,6 +42,8 @@ import org.openjdk.jmh.annotations.Warmup;
  *   <li>{@code idemReserveCommitUnique}: {@link Deduplicator#reserve} of a new key, then {@code
  *       commit()} of the reservation: what a user calls (default config: 24h sliding window, 5 min
  *       lease; system clock; random token).
+ *   <li>{@code idemCoarseClockReserveCommitUnique}: the same with {@code TimeSource.coarse()} (a
+ *       clock field refreshed every millisecond instead of two system clock reads per event).
  *   <li>{@code idemStoreReserveCommitUnique}: the same through the store SPI, without the facade.
  *   <li>{@code camelAddConfirmUnique}: {@code add(key)} then {@code confirm(key)} of a new String
  *       key (Camel's eager idempotent consumer path).
@@ -71,6 +74,7 @@ public class MemoryStoreBenchmark {
 
   MemoryDedupStore store;
   Deduplicator dedup;
+  Deduplicator coarseDedup;
   IdempotentRepository camel;
   DedupKey[] duplicates;
   String[] duplicateStrings;
@@ -80,6 +84,10 @@ public class MemoryStoreBenchmark {
   public void setUp() {
     store = MemoryDedupStore.builder().maxKeysPerScope(maxKeys).build();
     dedup = Deduplicator.builder(store, SCOPE).build();
+    coarseDedup =
+        Deduplicator.builder(store, dev.idem.Scope.of("bench-coarse"))
+            .timeSource(TimeSource.coarse())
+            .build();
     camel = MemoryIdempotentRepository.memoryIdempotentRepository(maxKeys);
     int n = Math.max(1, Math.min(512, maxKeys / 2));
     duplicates = new DedupKey[n];
@@ -89,6 +97,8 @@ public class MemoryStoreBenchmark {
       duplicateStrings[i] = name(-1, i);
       duplicates[i] = digest(sha, duplicateStrings[i]);
       Decision d = dedup.reserve(duplicates[i]);
+      ((Decision.Acquired) d).reservation().commit();
+      d = coarseDedup.reserve(duplicates[i]);
       ((Decision.Acquired) d).reservation().commit();
       camel.add(duplicateStrings[i]);
       camel.confirm(duplicateStrings[i]);
@@ -157,6 +167,15 @@ public class MemoryStoreBenchmark {
   }
 
   @Benchmark
+  public Object idemCoarseClockReserveCommitUnique(Keys k) {
+    Decision d = coarseDedup.reserve(k.unique[k.nextUnique()]);
+    if (d instanceof Decision.Acquired a) {
+      return a.reservation().commit();
+    }
+    return d;
+  }
+
+  @Benchmark
   public Object idemStoreReserveCommitUnique(Keys k) {
     DedupKey key = k.unique[k.nextUnique()];
     long token = ++k.token;
@@ -181,6 +200,11 @@ public class MemoryStoreBenchmark {
   @Benchmark
   public Decision idemDuplicate(Keys k) {
     return dedup.reserve(duplicates[k.nextDuplicate(duplicates.length)]);
+  }
+
+  @Benchmark
+  public Decision idemCoarseClockDuplicate(Keys k) {
+    return coarseDedup.reserve(duplicates[k.nextDuplicate(duplicates.length)]);
   }
 
   @Benchmark

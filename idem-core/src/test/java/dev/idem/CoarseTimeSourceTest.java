@@ -1,0 +1,29 @@
+package dev.idem;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+class CoarseTimeSourceTest {
+
+  @Test
+  void followsTheSystemClockAndNeverGoesBackwards() {
+    TimeSource coarse = TimeSource.coarse();
+    long first = coarse.wallMillis();
+    long systemAtStart = System.currentTimeMillis();
+
+    // it is near the system clock, and it moves forward by itself
+    assertThat(Math.abs(first - systemAtStart)).isLessThan(1_000);
+    await().atMost(Duration.ofSeconds(5)).until(() -> coarse.wallMillis() > systemAtStart + 20);
+
+    long previous = coarse.wallMillis();
+    for (int i = 0; i < 100_000; i++) {
+      long now = coarse.wallMillis();
+      assertThat(now).isGreaterThanOrEqualTo(previous);
+      previous = now;
+    }
+    assertThat(TimeSource.coarse()).isSameAs(coarse);
+  }
+}
