@@ -34,9 +34,10 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The memory store next to Camel 4's {@code MemoryIdempotentRepository}, in one run so both see the
- * same machine. Both are bounded to the same number of keys ({@code maxKeys}, default 1,000:
- * Camel's default cache size); Idem's scope uses {@code maxKeysPerScope(maxKeys)}. With unique keys
- * both evict on every insert once full.
+ * same machine. Both are bounded to the same number of keys ({@code maxKeys}: 1,000 is Camel's
+ * default cache size, 10,000 Idem's default); Idem's scope uses {@code maxKeysPerScope(maxKeys)}
+ * (one LRU stripe at 1,000, 16 stripes at 10,000). With unique keys both evict on every insert once
+ * full.
  *
  * <ul>
  *   <li>{@code idemReserveCommitUnique}: {@link Deduplicator#reserve} of a new key, then {@code
@@ -68,8 +69,8 @@ public class MemoryStoreBenchmark {
   private static final Ttl TTL = DedupConfig.ofDefaults().storeTtl();
   private static final long LEASE = DedupConfig.ofDefaults().lease().toMillis();
 
-  /** The bound of both stores. */
-  @Param({"1000"})
+  /** The bound of both stores: Camel's default cache size, and Idem's default maxKeysPerScope. */
+  @Param({"1000", "10000"})
   public int maxKeys;
 
   MemoryDedupStore store;

@@ -24,11 +24,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The in-memory dedup store: compact, bounded per scope with strict least-recently-used eviction,
- * and a (non-durable) outbox. Nothing survives the process.
+ * The in-memory dedup store: compact, bounded per scope with least-recently-used eviction (no
+ * frequency-based admission), and a (non-durable) outbox. Nothing survives the process.
  *
  * <pre>{@code
  * MemoryDedupStore store = MemoryDedupStore.builder()
@@ -42,41 +43,51 @@ import org.jspecify.annotations.Nullable;
  *
  * Every operation applies exactly the transitions of {@link DedupStateMachine} (leases, sliding and
  * fixed TTLs, fencing tokens, idempotent re-commit, conflicts, result replay), judged by the
- * caller's {@code nowMillis}. Each scope is guarded by its own monitor, so all operations on one
- * scope are <b>linearizable</b> (in particular per-key linearizable: exactly one of any number of
- * concurrent reserves of an absent key is acquired); scopes never block or evict each other. An
- * entry whose lease or TTL has run out reads as absent and its slot is reused in place by the next
- * reserve of that key. Results given to {@code commit} are copied; fingerprints and results handed
- * back ({@link ReserveResult.Duplicate#result()}, {@link KeyState.Committed#result()}) are the
- * stored instances and must not be modified.
+ * caller's {@code nowMillis}. A scope's keys are split by hash into stripes (see below), each
+ * guarded by its own monitor, so operations on one key are <b>linearizable</b> (exactly one of any
+ * number of concurrent reserves of an absent key is acquired), and so are all operations on one
+ * stripe; threads working on different keys rarely wait for each other, and scopes never block or
+ * evict each other. An entry whose lease or TTL has run out reads as absent and its slot is reused
+ * in place by the next reserve of that key. Results given to {@code commit} are copied;
+ * fingerprints and results handed back ({@link ReserveResult.Duplicate#result()}, {@link
+ * KeyState.Committed#result()}) are the stored instances and must not be modified.
  *
- * <h2>Bound and eviction: strict LRU per scope</h2>
+ * <h2>Bound and eviction: LRU, exact per stripe</h2>
  *
  * A scope holds at most {@link MemoryStoreConfig#maxKeysFor(Scope) maxKeys} entries, committed and
- * in flight together. Entries are ordered by their last <em>use</em>: the reserve that acquired the
- * key, its applied commit, and every duplicate hit (a reserve that answers {@link
- * ReserveResult.Duplicate}). Reserves answering in-flight or conflict, inspections and repeated
- * commits are not uses. When a reserve of a new key finds its scope full, the store removes exactly
- * one entry (or, in step 3, every dead one), in this order of preference, and never the new key:
+ * in flight together. A scope with {@code maxKeys} below 1,024 is one stripe; a larger one is split
+ * by key hash into up to 16 stripes of at least 512 keys whose bounds add up to {@code maxKeys}
+ * exactly (10,000 keys: 16 stripes of 625). Each stripe is a strict LRU over its own keys, so the
+ * entry evicted to make room is the least recently used of its stripe: for a small scope that is
+ * the least recently used of the scope, for a large one (with keys spread evenly by their digests)
+ * one of the scope's oldest. A new key is never the one evicted, and there is no frequency-based
+ * admission: a key seen once is kept as long as any other. Splitting is what lets two threads
+ * reserving different keys of one scope proceed in parallel instead of taking turns on one lock.
+ *
+ * <p>Entries are ordered by their last <em>use</em>: the reserve that acquired the key, its applied
+ * commit, and every duplicate hit (a reserve that answers {@link ReserveResult.Duplicate}).
+ * Reserves answering in-flight or conflict, inspections and repeated commits are not uses. When a
+ * reserve of a new key finds its stripe full, the store removes exactly one entry of that stripe
+ * (or, in step 3, every dead one), in this order of preference, and never the new key:
  *
  * <ol>
  *   <li>the least recently used committed entry, if its TTL has run out (reported to the listener
  *       as {@link DedupListener#onEvicted evicted} with {@code beforeTtl = false});
  *   <li>the oldest reservation, if its lease has run out ({@link DedupListener#onExpired expired},
  *       {@code leaseExpired = true});
- *   <li>otherwise, if any entry of the scope may be dead, a sweep of the scope removes every dead
+ *   <li>otherwise, if any entry of the stripe may be dead, a sweep of the stripe removes every dead
  *       entry ({@link DedupListener#onExpired expired}); the store keeps lower bounds of the
- *       deadlines, so a sweep (linear in the scope's size) runs only when an entry may be dead and
- *       at most once per scope per millisecond of caller time;
+ *       deadlines, so a sweep (linear in the stripe's size) runs only when an entry may be dead and
+ *       at most once per stripe per millisecond of caller time;
  *   <li>otherwise the least recently used committed entry, whose TTL has not run out ({@link
  *       DedupListener#onEvicted evicted} with {@code beforeTtl = true} if it had a TTL, {@code
  *       false} for keys kept without one, for which eviction is the expected end).
  * </ol>
  *
  * A live in-flight reservation is never evicted: that would let a second worker process the same
- * event while the first still runs. If every entry of a full scope is a live reservation, the
+ * event while the first still runs. If every entry of a full stripe is a live reservation, the
  * reserve throws {@link StoreException} and changes nothing; raise that scope's {@code maxKeys}
- * above the number of events processed at once (or shorten the lease).
+ * well above the number of events processed at once (or shorten the lease).
  *
  * <p>The store reports only what its callers cannot see: evictions, and entries found dead while
  * making room or sweeping. A reserve that takes over its own key's dead entry answers {@link
@@ -118,16 +129,19 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   private final DedupListener listener;
   private final boolean reporting;
   private final int sweepChunk;
-  private final ConcurrentHashMap<Scope, Segment> segments = new ConcurrentHashMap<>();
+  private final int maxStripes;
+  private final ConcurrentHashMap<Scope, Stripes> scopes = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<String, OutboxQueue> queues = new ConcurrentHashMap<>();
   private volatile boolean closed;
-  private @Nullable Segment last;
+  private @Nullable Stripes last;
 
-  private MemoryDedupStore(MemoryStoreConfig config, DedupListener listener, int sweepChunk) {
+  private MemoryDedupStore(
+      MemoryStoreConfig config, DedupListener listener, int sweepChunk, int maxStripes) {
     this.config = config;
     this.listener = listener;
     this.reporting = listener != DedupListener.NOOP;
     this.sweepChunk = sweepChunk;
+    this.maxStripes = maxStripes;
   }
 
   /**
@@ -147,7 +161,10 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    */
   public static MemoryDedupStore of(MemoryStoreConfig config) {
     return new MemoryDedupStore(
-        Objects.requireNonNull(config, "config"), DedupListener.NOOP, Builder.SWEEP_CHUNK);
+        Objects.requireNonNull(config, "config"),
+        DedupListener.NOOP,
+        Builder.SWEEP_CHUNK,
+        Stripes.MAX_STRIPES);
   }
 
   /**
@@ -180,7 +197,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     long w3 = key.word(3);
     long h = Segment.hash(w0, w1, w2, w3);
     Scope scope = request.scope();
-    Segment seg = segment(scope);
+    Segment seg = segment(scope, h);
     List<Segment.StoreEvent> events = null;
     try {
       while (true) {
@@ -193,7 +210,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
             }
           }
         }
-        seg = segmentAgain(scope);
+        seg = segmentAgain(scope, h);
       }
     } finally {
       // Also when the reserve failed: entries removed while making room are gone either way.
@@ -229,14 +246,14 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     long w3 = key.word(3);
     long h = Segment.hash(w0, w1, w2, w3);
     Scope scope = request.scope();
-    Segment seg = segment(scope);
+    Segment seg = segment(scope, h);
     while (true) {
       synchronized (seg) {
         if (!seg.retired) {
           return seg.release(h, w0, w1, w2, w3, request);
         }
       }
-      seg = segmentAgain(scope);
+      seg = segmentAgain(scope, h);
     }
   }
 
@@ -253,7 +270,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     long w3 = key.word(3);
     long h = Segment.hash(w0, w1, w2, w3);
     while (true) {
-      Segment seg = existingSegment(scope);
+      Segment seg = existingSegment(scope, h);
       if (seg == null) {
         return KeyState.ABSENT;
       }
@@ -281,7 +298,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     long w3 = key.word(3);
     long h = Segment.hash(w0, w1, w2, w3);
     while (true) {
-      Segment seg = existingSegment(scope);
+      Segment seg = existingSegment(scope, h);
       if (seg == null) {
         return false;
       }
@@ -304,21 +321,15 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   @Override
   public long clear(Scope scope) {
     checkOpen();
-    Segment seg = segments.remove(scope);
-    if (seg == null) {
-      return 0;
-    }
-    synchronized (seg) {
-      seg.retired = true;
-      return seg.clear();
-    }
+    Stripes stripes = scopes.remove(scope);
+    return stripes == null ? 0 : retire(stripes);
   }
 
   /**
    * {@inheritDoc}
    *
-   * <p>Consecutive requests of the same scope are applied under one acquisition of the scope's
-   * monitor (up to 64 at a time); each request is still its own atomic step.
+   * <p>Consecutive requests of the same scope and stripe are applied under one acquisition of the
+   * stripe's monitor (up to 64 at a time); each request is still its own atomic step.
    *
    * @throws StoreException if a scope is full of live in-flight reservations (the requests before
    *     it were applied)
@@ -326,13 +337,65 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    */
   @Override
   public List<ReserveResult> reserveAll(List<ReserveRequest> requests) {
+    return batch(requests, ReserveRequest::scope, ReserveRequest::key, Segment::reserve);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Consecutive requests of the same scope and stripe are applied under one acquisition of the
+   * stripe's monitor (up to 64 at a time); each request is still its own atomic step.
+   *
+   * @throws IllegalStateException if the store is closed
+   */
+  @Override
+  public List<SettleResult> commitAll(List<CommitRequest> requests) {
+    return batch(
+        requests,
+        CommitRequest::scope,
+        CommitRequest::key,
+        (seg, h, w0, w1, w2, w3, c) -> {
+          SettleResult s = seg.commit(h, w0, w1, w2, w3, c, copy(c.result()));
+          return s == null ? SettleResult.APPLIED : s;
+        });
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Consecutive requests of the same scope and stripe are applied under one acquisition of the
+   * stripe's monitor (up to 64 at a time); each request is still its own atomic step.
+   *
+   * @throws IllegalStateException if the store is closed
+   */
+  @Override
+  public List<SettleResult> releaseAll(List<ReleaseRequest> requests) {
+    return batch(requests, ReleaseRequest::scope, ReleaseRequest::key, Segment::release);
+  }
+
+  /** One request applied to the stripe that holds its key, under the stripe's monitor. */
+  @FunctionalInterface
+  private interface StripeOp<R, A> {
+    A apply(Segment seg, long h, long w0, long w1, long w2, long w3, R request);
+  }
+
+  /**
+   * Applies requests in order, consecutive ones of the same stripe under one acquisition of its
+   * monitor (at most {@link #BATCH} at a time), firing the events they cause after releasing it.
+   */
+  private <R, A> List<A> batch(
+      List<R> requests,
+      Function<R, Scope> scopeOf,
+      Function<R, DedupKey> keyOf,
+      StripeOp<R, A> op) {
     int n = requests.size();
-    List<ReserveResult> out = new ArrayList<>(n);
+    List<A> out = new ArrayList<>(n);
     int i = 0;
     boolean retry = false;
     while (i < n) {
-      Scope scope = requests.get(i).scope();
-      Segment seg = retry ? segmentAgain(scope) : segment(scope);
+      Scope scope = scopeOf.apply(requests.get(i));
+      long first = hash(keyOf.apply(requests.get(i)));
+      Segment seg = retry ? segmentAgain(scope, first) : segment(scope, first);
       retry = false;
       List<Segment.StoreEvent> events = null;
       try {
@@ -344,16 +407,17 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
           try {
             int end = Math.min(n, i + BATCH);
             for (; i < end; i++) {
-              ReserveRequest r = requests.get(i);
-              if (!sameScope(r.scope(), scope)) {
-                break;
-              }
-              DedupKey key = r.key();
+              R r = requests.get(i);
+              DedupKey key = keyOf.apply(r);
               long w0 = key.word(0);
               long w1 = key.word(1);
               long w2 = key.word(2);
               long w3 = key.word(3);
-              out.add(seg.reserve(Segment.hash(w0, w1, w2, w3), w0, w1, w2, w3, r));
+              long h = Segment.hash(w0, w1, w2, w3);
+              if (!sameScope(scopeOf.apply(r), scope) || segment(scope, h) != seg) {
+                break;
+              }
+              out.add(op.apply(seg, h, w0, w1, w2, w3, r));
             }
           } finally {
             events = seg.drainEvents();
@@ -368,88 +432,8 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     return out;
   }
 
-  /**
-   * {@inheritDoc}
-   *
-   * <p>Consecutive requests of the same scope are applied under one acquisition of the scope's
-   * monitor (up to 64 at a time); each request is still its own atomic step.
-   *
-   * @throws IllegalStateException if the store is closed
-   */
-  @Override
-  public List<SettleResult> commitAll(List<CommitRequest> requests) {
-    int n = requests.size();
-    List<SettleResult> out = new ArrayList<>(n);
-    int i = 0;
-    boolean retry = false;
-    while (i < n) {
-      Scope scope = requests.get(i).scope();
-      Segment seg = retry ? segmentAgain(scope) : segment(scope);
-      retry = false;
-      synchronized (seg) {
-        if (seg.retired) {
-          retry = true;
-          continue;
-        }
-        int end = Math.min(n, i + BATCH);
-        for (; i < end; i++) {
-          CommitRequest c = requests.get(i);
-          if (!sameScope(c.scope(), scope)) {
-            break;
-          }
-          DedupKey key = c.key();
-          long w0 = key.word(0);
-          long w1 = key.word(1);
-          long w2 = key.word(2);
-          long w3 = key.word(3);
-          SettleResult s =
-              seg.commit(Segment.hash(w0, w1, w2, w3), w0, w1, w2, w3, c, copy(c.result()));
-          out.add(s == null ? SettleResult.APPLIED : s);
-        }
-      }
-    }
-    return out;
-  }
-
-  /**
-   * {@inheritDoc}
-   *
-   * <p>Consecutive requests of the same scope are applied under one acquisition of the scope's
-   * monitor (up to 64 at a time); each request is still its own atomic step.
-   *
-   * @throws IllegalStateException if the store is closed
-   */
-  @Override
-  public List<SettleResult> releaseAll(List<ReleaseRequest> requests) {
-    int n = requests.size();
-    List<SettleResult> out = new ArrayList<>(n);
-    int i = 0;
-    boolean retry = false;
-    while (i < n) {
-      Scope scope = requests.get(i).scope();
-      Segment seg = retry ? segmentAgain(scope) : segment(scope);
-      retry = false;
-      synchronized (seg) {
-        if (seg.retired) {
-          retry = true;
-          continue;
-        }
-        int end = Math.min(n, i + BATCH);
-        for (; i < end; i++) {
-          ReleaseRequest r = requests.get(i);
-          if (!sameScope(r.scope(), scope)) {
-            break;
-          }
-          DedupKey key = r.key();
-          long w0 = key.word(0);
-          long w1 = key.word(1);
-          long w2 = key.word(2);
-          long w3 = key.word(3);
-          out.add(seg.release(Segment.hash(w0, w1, w2, w3), w0, w1, w2, w3, r));
-        }
-      }
-    }
-    return out;
+  private static long hash(DedupKey key) {
+    return Segment.hash(key.word(0), key.word(1), key.word(2), key.word(3));
   }
 
   /**
@@ -465,7 +449,15 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   public long sweepExpired(long nowMillis) {
     checkOpen();
     long removed = 0;
-    for (Segment seg : segments.values()) {
+    for (Stripes stripes : scopes.values()) {
+      removed += sweep(stripes, nowMillis);
+    }
+    return removed;
+  }
+
+  private long sweep(Stripes stripes, long nowMillis) {
+    long removed = 0;
+    for (Segment seg : stripes.all()) {
       int cursor = -1;
       boolean done = false;
       while (!done) {
@@ -533,14 +525,10 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   @Override
   public void close() {
     closed = true;
-    while (!segments.isEmpty()) {
-      for (Map.Entry<Scope, Segment> e : segments.entrySet()) {
-        Segment seg = e.getValue();
-        if (segments.remove(e.getKey(), seg)) {
-          synchronized (seg) {
-            seg.retired = true;
-            seg.clear();
-          }
+    while (!scopes.isEmpty()) {
+      for (Map.Entry<Scope, Stripes> e : scopes.entrySet()) {
+        if (scopes.remove(e.getKey(), e.getValue())) {
+          retire(e.getValue());
         }
       }
     }
@@ -556,34 +544,58 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * @throws IllegalStateException if the store is closed
    */
   public int size(Scope scope) {
-    Segment seg = existingSegment(scope);
-    if (seg == null) {
-      return 0;
+    checkOpen();
+    Stripes stripes = scopes.get(scope);
+    int n = 0;
+    if (stripes != null) {
+      for (Segment seg : stripes.all()) {
+        synchronized (seg) {
+          n += seg.retired ? 0 : seg.size();
+        }
+      }
     }
-    synchronized (seg) {
-      return seg.retired ? 0 : seg.size();
-    }
+    return n;
   }
 
   /** Checks a scope's structural invariants (for tests); see {@link Segment#verify()}. */
   void verify(Scope scope) {
-    Segment seg = segments.get(scope);
-    if (seg != null) {
-      synchronized (seg) {
-        seg.verify();
+    Stripes stripes = scopes.get(scope);
+    if (stripes != null) {
+      for (Segment seg : stripes.all()) {
+        synchronized (seg) {
+          seg.verify();
+        }
       }
     }
   }
 
-  /** Returns a scope's slot capacity and bucket count (for tests of growth and shrinking). */
+  /** Returns the largest slot capacity of a scope's stripes (for tests of page growth). */
+  int largestStripeCapacity(Scope scope) {
+    Stripes stripes = scopes.get(scope);
+    int max = 0;
+    if (stripes != null) {
+      for (Segment seg : stripes.all()) {
+        synchronized (seg) {
+          max = Math.max(max, seg.capacity());
+        }
+      }
+    }
+    return max;
+  }
+
+  /** Returns a scope's slot capacity and bucket count, summed over its stripes (for tests). */
   int[] footprint(Scope scope) {
-    Segment seg = segments.get(scope);
-    if (seg == null) {
-      return new int[] {0, 0};
+    Stripes stripes = scopes.get(scope);
+    int[] sum = {0, 0};
+    if (stripes != null) {
+      for (Segment seg : stripes.all()) {
+        synchronized (seg) {
+          sum[0] += seg.capacity();
+          sum[1] += seg.bucketCount();
+        }
+      }
     }
-    synchronized (seg) {
-      return new int[] {seg.capacity(), seg.bucketCount()};
-    }
+    return sum;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -704,7 +716,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
       }
     }
     Scope scope = c.scope();
-    Segment seg = segment(scope);
+    Segment seg = segment(scope, h);
     while (true) {
       synchronized (seg) {
         if (!seg.retired) {
@@ -718,7 +730,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
           return s == null ? SettleResult.APPLIED : s;
         }
       }
-      seg = segmentAgain(scope);
+      seg = segmentAgain(scope, h);
     }
   }
 
@@ -731,43 +743,62 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   }
 
   /**
-   * Returns the scope's segment, from a one-entry cache when the caller passes the cached {@link
-   * Scope} instance (a {@link dev.idem.Deduplicator} always passes the same one). The cache is a
-   * plain field: a racy read is harmless, because the segment's scope is final and everything else
-   * is read under its monitor, and a retired segment sends the caller to {@link #segmentAgain}. It
-   * keeps the first scope used until that scope is cleared, so that threads working on different
-   * scopes never write it in turn (which would bounce its cache line between cores).
+   * Returns the stripe of a key in a scope, from a one-entry cache when the caller passes the
+   * cached {@link Scope} instance (a {@link dev.idem.Deduplicator} always passes the same one). The
+   * cache is a plain field: a racy read is harmless, because the stripes' scope is final and
+   * everything else is read under a stripe's monitor, and a retired stripe sends the caller to
+   * {@link #segmentAgain}. It keeps the first scope used until that scope is cleared, so that
+   * threads working on different scopes never write it in turn (which would bounce its cache line
+   * between cores).
    */
-  private Segment segment(Scope scope) {
+  private Segment segment(Scope scope, long h) {
     checkOpen();
-    Segment seg = last;
-    if (seg != null && seg.scope == scope) {
-      return seg;
+    Stripes stripes = last;
+    if (stripes != null && stripes.scope == scope) {
+      return stripes.of(h);
     }
-    return segmentAgain(scope);
+    return segmentAgain(scope, h);
   }
 
-  private Segment segmentAgain(Scope scope) {
+  private Segment segmentAgain(Scope scope, long h) {
+    return stripes(scope).of(h);
+  }
+
+  private Stripes stripes(Scope scope) {
     checkOpen();
-    Segment seg = segments.get(scope);
-    if (seg == null) {
-      seg = segments.computeIfAbsent(scope, this::newSegment);
+    Stripes stripes = scopes.get(scope);
+    if (stripes == null) {
+      stripes = scopes.computeIfAbsent(scope, this::newStripes);
     }
-    Segment cached = last;
+    Stripes cached = last;
     if (cached == null || cached.retired) { // a racy read of retired only decides what to cache
-      last = seg;
+      last = stripes;
     }
-    return seg;
+    return stripes;
   }
 
-  private @Nullable Segment existingSegment(Scope scope) {
+  private @Nullable Segment existingSegment(Scope scope, long h) {
     checkOpen();
-    return segments.get(scope);
+    Stripes stripes = scopes.get(scope);
+    return stripes == null ? null : stripes.of(h);
   }
 
-  private Segment newSegment(Scope scope) {
+  private Stripes newStripes(Scope scope) {
     checkOpen();
-    return new Segment(scope, config.maxKeysFor(scope), reporting);
+    return new Stripes(scope, config.maxKeysFor(scope), maxStripes, reporting);
+  }
+
+  /** Retires a scope's stripes (already removed from the map) and counts what they held. */
+  private static long retire(Stripes stripes) {
+    stripes.retired = true;
+    long n = 0;
+    for (Segment seg : stripes.all()) {
+      synchronized (seg) {
+        seg.retired = true;
+        n += seg.clear();
+      }
+    }
+    return n;
   }
 
   private OutboxQueue queue(String name) {
@@ -814,6 +845,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     private int deadLettersPerQueue = MemoryStoreConfig.DEFAULT_DEAD_LETTERS_PER_QUEUE;
     private DedupListener listener = DedupListener.NOOP;
     private int sweepChunk = SWEEP_CHUNK;
+    private int maxStripes = Stripes.MAX_STRIPES;
 
     private Builder() {}
 
@@ -886,6 +918,15 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
       return this;
     }
 
+    /** Caps how many stripes a scope is split into (tests use 1 for one large stripe). */
+    Builder maxStripes(int stripes) {
+      if (Integer.bitCount(stripes) != 1 || stripes > Stripes.MAX_STRIPES) {
+        throw new IllegalArgumentException("stripes must be a power of two up to 16: " + stripes);
+      }
+      this.maxStripes = stripes;
+      return this;
+    }
+
     /**
      * Returns the settings as they are now.
      *
@@ -903,7 +944,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
      * @throws IdemConfigException if a value is not allowed
      */
     public MemoryDedupStore build() {
-      return new MemoryDedupStore(config(), listener, sweepChunk);
+      return new MemoryDedupStore(config(), listener, sweepChunk, maxStripes);
     }
   }
 }

@@ -81,6 +81,8 @@ final class Segment {
 
   final Scope scope;
   private final int maxKeys;
+  private final int scopeMaxKeys;
+  private final int stripes;
   private final boolean reporting;
 
   private long[][] longPages;
@@ -103,9 +105,18 @@ final class Segment {
 
   private @Nullable List<StoreEvent> events;
 
-  Segment(Scope scope, int maxKeys, boolean reporting) {
+  /**
+   * Creates an empty segment.
+   *
+   * @param maxKeys this segment's bound
+   * @param scopeMaxKeys the whole scope's bound (for messages)
+   * @param stripes how many segments the scope is split into (for messages)
+   */
+  Segment(Scope scope, int maxKeys, int scopeMaxKeys, int stripes, boolean reporting) {
     this.scope = scope;
     this.maxKeys = maxKeys;
+    this.scopeMaxKeys = scopeMaxKeys;
+    this.stripes = stripes;
     this.reporting = reporting;
     // Under the monitor: a thread that finds this segment through a racy read and then takes the
     // monitor is guaranteed to see the initial arrays.
@@ -400,8 +411,15 @@ final class Segment {
           "memory store scope "
               + scope
               + " is full: all of its "
-              + maxKeys
-              + " keys are in flight, and evicting one would let a second worker process the same"
+              + (stripes == 1
+                  ? maxKeys + " keys"
+                  : maxKeys
+                      + " keys in the stripe of this key (1 of "
+                      + stripes
+                      + " stripes sharing the scope's maxKeys of "
+                      + scopeMaxKeys
+                      + ")")
+              + " are in flight, and evicting one would let a second worker process the same"
               + " event. Raise maxKeys for this scope above the number of events processed at"
               + " once, or shorten the lease so that crashed reservations free their keys sooner");
     }

@@ -279,7 +279,8 @@ class MemoryDedupStoreEvictionTest {
 
   @Test
   void memoryGrowsWithTheKeysAndIsGivenBackAsTheyLeave() {
-    MemoryDedupStore s = MemoryDedupStore.builder().maxKeysPerScope(100_000).build();
+    // One stripe, so the figures below are one segment's pages and table.
+    MemoryDedupStore s = MemoryDedupStore.builder().maxKeysPerScope(100_000).maxStripes(1).build();
     int[] empty = {16, 12};
     List<Long> tokens = new ArrayList<>();
     for (int i = 0; i < 20_000; i++) {

@@ -32,10 +32,10 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Seeded randomized differential test: thousands of random operations with random clock steps,
- * applied to the store and to {@link ReferenceScope}; every answer, every listener event, every
- * scope's size and (regularly) every key's state must agree, and the store's structure must stay
- * consistent (chains, recency lists, dense slots, pages). A failure names the seed; rerun one with
- * {@code -Didem.seed=N}.
+ * applied to the store and to {@link ReferenceStripes} (a {@link ReferenceScope} per stripe); every
+ * answer, every listener event, every scope's size and (regularly) every key's state must agree,
+ * and the store's structure must stay consistent (chains, recency lists, dense slots, pages). A
+ * failure names the seed; rerun one with {@code -Didem.seed=N}.
  */
 class MemoryDedupStoreModelTest {
   private static final Scope A = Scope.of("model-a");
@@ -45,18 +45,22 @@ class MemoryDedupStoreModelTest {
   static Stream<Arguments> runs() {
     long random = Long.getLong("idem.seed", System.nanoTime());
     List<Arguments> runs = new ArrayList<>();
-    // maxKeys of A, of B, key pool, operations, slots per sweep chunk, verify every N operations
+    // maxKeys of A, of B, key pool, operations, slots per sweep chunk, verify every N operations,
+    // operations per phase, most stripes per scope
     for (long seed : new long[] {1, 2, 3, random}) {
-      runs.add(Arguments.of(seed, 4, 7, 12, 20_000, 3, 1, 2_000));
-      runs.add(Arguments.of(seed, 40, 64, 150, 30_000, 16, 5, 2_000));
+      runs.add(Arguments.of(seed, 4, 7, 12, 20_000, 3, 1, 2_000, 16));
+      runs.add(Arguments.of(seed, 40, 64, 150, 30_000, 16, 5, 2_000, 16));
     }
-    // Grows past the 4,096-slot first page and shrinks back, with a real chunked sweep.
-    runs.add(Arguments.of(7L, 7_000, 30, 9_000, 60_000, 1_000, 5_000, 20_000));
-    runs.add(Arguments.of(random, 7_000, 30, 9_000, 60_000, 1_000, 5_000, 20_000));
+    // One stripe: grows past the 2,048-slot first page and shrinks back, with a chunked sweep.
+    runs.add(Arguments.of(7L, 7_000, 30, 9_000, 60_000, 1_000, 5_000, 20_000, 1));
+    runs.add(Arguments.of(random, 7_000, 30, 9_000, 60_000, 1_000, 5_000, 20_000, 1));
+    // Split into 8 stripes of 875 keys (and B into 2 of 600), each its own LRU.
+    runs.add(Arguments.of(8L, 7_000, 1_200, 9_000, 60_000, 1_000, 5_000, 20_000, 16));
+    runs.add(Arguments.of(random, 7_000, 1_200, 9_000, 60_000, 1_000, 5_000, 20_000, 16));
     return runs.stream();
   }
 
-  @ParameterizedTest(name = "seed={0} maxKeys={1}/{2} pool={3} ops={4}")
+  @ParameterizedTest(name = "seed={0} maxKeys={1}/{2} pool={3} ops={4} stripes<={8}")
   @MethodSource("runs")
   @Timeout(value = 2, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void storeAgreesWithTheReferenceModel(
@@ -67,9 +71,10 @@ class MemoryDedupStoreModelTest {
       int ops,
       int sweepChunk,
       int verifyEvery,
-      int phase) {
+      int phase,
+      int maxStripes) {
     try {
-      run(seed, maxA, maxB, pool, ops, sweepChunk, verifyEvery, phase);
+      run(seed, maxA, maxB, pool, ops, sweepChunk, verifyEvery, phase, maxStripes);
     } catch (AssertionError | RuntimeException e) {
       throw new AssertionError(
           "differential run failed; reproduce with seed=" + seed + ": " + e.getMessage(), e);
@@ -84,7 +89,8 @@ class MemoryDedupStoreModelTest {
       int ops,
       int sweepChunk,
       int verifyEvery,
-      int phaseLength) {
+      int phaseLength,
+      int maxStripes) {
     SplittableRandom rnd = new SplittableRandom(seed);
     List<String> storeEvents = new ArrayList<>();
     DedupListener recorder =
@@ -105,10 +111,11 @@ class MemoryDedupStoreModelTest {
             .maxKeys(B, maxB)
             .listener(recorder)
             .sweepChunk(sweepChunk)
+            .maxStripes(maxStripes)
             .build();
-    Map<Scope, ReferenceScope> model = new HashMap<>();
-    model.put(A, new ReferenceScope(maxA));
-    model.put(B, new ReferenceScope(maxB));
+    Map<Scope, ReferenceStripes> model = new HashMap<>();
+    model.put(A, new ReferenceStripes(maxA, maxStripes));
+    model.put(B, new ReferenceStripes(maxB, maxStripes));
 
     DedupKey[] keys = new DedupKey[pool];
     for (int i = 0; i < pool; i++) {
@@ -144,7 +151,7 @@ class MemoryDedupStoreModelTest {
       now +=
           step < 50 ? 0 : step < 90 ? 1 + rnd.nextInt(3) : step < 99 ? 10 + rnd.nextInt(90) : 1000;
       Scope scope = rnd.nextInt(4) == 0 ? B : A;
-      ReferenceScope ref = model.get(scope);
+      ReferenceStripes ref = model.get(scope);
       DedupKey key =
           keys[rnd.nextInt(4) == 0 ? rnd.nextInt(pool) : rnd.nextInt(Math.min(hot, pool))];
       Ttl ttl = ttls[rnd.nextInt(ttls.length)];
@@ -238,7 +245,7 @@ class MemoryDedupStoreModelTest {
         assertSame(what + " clear", ref.clear(), store.clear(scope));
       }
 
-      int capacity = store.footprint(A)[0];
+      int capacity = store.largestStripeCapacity(A);
       maxCapacity = Math.max(maxCapacity, capacity);
       shrankFromPages |=
           maxCapacity > Segment.PAGE_SIZE && capacity < maxCapacity && store.size(A) > 0;
@@ -270,7 +277,7 @@ class MemoryDedupStoreModelTest {
         }
       }
     }
-    if (maxA > Segment.PAGE_SIZE) {
+    if (maxA / Stripes.count(maxA, maxStripes) > Segment.PAGE_SIZE) {
       assertThat(maxCapacity).as("grew past one page").isGreaterThan(Segment.PAGE_SIZE);
       assertThat(shrankFromPages).as("gave pages back").isTrue();
     }

@@ -56,9 +56,13 @@ import org.rocksdb.RocksIterator;
  * <p>Every operation applies {@link DedupStateMachine} under a lock on the key's stripe: it reads
  * the entry, computes the transition and writes one RocksDB write batch that changes the entry and
  * its expiry-index entry together (and, for {@link #commitAndEnqueue}, appends the outbox entry).
- * The lock is held until the batch is durable, so under the syncing modes no caller ever sees a
- * key's state that a crash could take back. Operations on one key are linearizable; operations on
- * different keys run in parallel and share syncs.
+ * For a commit the lock is held until the batch is durable, so under the syncing modes no caller
+ * ever sees a commit that a crash could take back. Reservations, releases and sliding refreshes are
+ * written without waiting for a sync (they become durable with the next synced write): the store is
+ * embedded, so every holder of an in-flight key dies with the process, and after a crash such a key
+ * is absent (or committed) either way; a lost refresh only ends a window at its previous deadline.
+ * Operations on one key are linearizable; operations on different keys run in parallel and share
+ * syncs.
  *
  * <p>Expired entries read as absent at once; a background sweeper (one daemon thread) removes them
  * from disk, judging expiry by the configured {@link TimeSource}, and reports each removal to the
@@ -175,6 +179,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         request.scope(),
         request.key(),
         "reserve",
+        SYNC_NOT_NEEDED,
         current -> DedupStateMachine.reserve(current, request),
         null);
   }
@@ -185,6 +190,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         request.scope(),
         request.key(),
         "commit",
+        SYNC_NEEDED,
         current -> DedupStateMachine.commit(current, request),
         null);
   }
@@ -195,6 +201,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         request.scope(),
         request.key(),
         "release",
+        SYNC_NOT_NEEDED,
         current -> DedupStateMachine.release(current, request),
         null);
   }
@@ -212,7 +219,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         ReserveRequest::scope,
         ReserveRequest::key,
         (current, r) -> DedupStateMachine.reserve(current, r),
-        "reserveAll");
+        "reserveAll",
+        SYNC_NOT_NEEDED);
   }
 
   /**
@@ -228,7 +236,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         CommitRequest::scope,
         CommitRequest::key,
         (current, c) -> DedupStateMachine.commit(current, c),
-        "commitAll");
+        "commitAll",
+        SYNC_NEEDED);
   }
 
   /**
@@ -244,7 +253,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         ReleaseRequest::scope,
         ReleaseRequest::key,
         (current, r) -> DedupStateMachine.release(current, r),
-        "releaseAll");
+        "releaseAll",
+        SYNC_NOT_NEEDED);
   }
 
   @Override
@@ -521,6 +531,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         commit.scope(),
         commit.key(),
         "commitAndEnqueue",
+        SYNC_NEEDED,
         current -> DedupStateMachine.commit(current, commit),
         (step, answer) -> {
           if (answer == SettleResult.APPLIED) {
@@ -704,10 +715,23 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     void stage(Mutations step, A answer) throws RocksDBException;
   }
 
+  /**
+   * Whether a step must be as durable as the mode promises before it returns. Only commits must:
+   * they are what a crash may never take back. A reservation, a release or a sliding refresh lost
+   * to a crash changes nothing that matters, because the store is embedded: every holder of an
+   * in-flight key died with the process, so after a restart the key is absent (or committed) either
+   * way, and a lost refresh only ends a window at its previous deadline. Those steps are written
+   * without waiting for a sync and become durable with the next synced write.
+   */
+  private static final boolean SYNC_NEEDED = true;
+
+  private static final boolean SYNC_NOT_NEEDED = false;
+
   private <A> A apply(
       Scope scope,
       DedupKey key,
       String op,
+      boolean syncNeeded,
       Function<@Nullable StoredEntry, Transition<A>> decide,
       @Nullable Extra<A> extra) {
     enter();
@@ -717,7 +741,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
       byte[] entryKey = sk.entryKey(key);
       ReentrantLock lock = stripe(sk, key);
       lock.lock();
-      boolean announced = writer.announce();
+      boolean announced = syncNeeded && writer.announce();
       try {
         StoredEntry current = read(sk, key, entryKey);
         Transition<A> t = decide.apply(current);
@@ -730,9 +754,13 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
           extra.stage(step, t.answer());
         }
         writing = true;
-        boolean counted = announced;
-        announced = false;
-        writer.write(step, counted);
+        if (syncNeeded) {
+          boolean counted = announced;
+          announced = false;
+          writer.write(step, counted);
+        } else {
+          writer.writeBuffered(step);
+        }
         return t.answer();
       } finally {
         writer.abandon(announced);
@@ -750,7 +778,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
       Function<R, Scope> scopeOf,
       Function<R, DedupKey> keyOf,
       BiFunction<@Nullable StoredEntry, R, Transition<A>> decide,
-      String op) {
+      String op,
+      boolean syncNeeded) {
     int n = requests.size();
     if (n == 0) {
       return new ArrayList<>(0);
@@ -763,6 +792,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
               scopeOf.apply(only),
               keyOf.apply(only),
               op,
+              syncNeeded,
               current -> decide.apply(current, only),
               null));
       return one;
@@ -789,7 +819,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
           stripes[s].lock();
           locked++;
         }
-        announced = writer.announce();
+        announced = syncNeeded && writer.announce();
         Map<ByteBuffer, Holder> staged = new HashMap<>();
         Mutations step = new Mutations();
         List<A> out = new ArrayList<>(n);
@@ -808,9 +838,13 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         }
         if (!step.isEmpty()) {
           writing = true;
-          boolean counted = announced;
-          announced = false;
-          writer.write(step, counted);
+          if (syncNeeded) {
+            boolean counted = announced;
+            announced = false;
+            writer.write(step, counted);
+          } else {
+            writer.writeBuffered(step);
+          }
         }
         return out;
       } finally {
