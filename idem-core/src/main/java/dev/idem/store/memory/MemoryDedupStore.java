@@ -60,9 +60,13 @@ import org.jspecify.annotations.Nullable;
  * exactly (10,000 keys: 16 stripes of 625). Each stripe is a strict LRU over its own keys, so the
  * entry evicted to make room is the least recently used of its stripe: for a small scope that is
  * the least recently used of the scope, for a large one (with keys spread evenly by their digests)
- * one of the scope's oldest. A new key is never the one evicted, and there is no frequency-based
- * admission: a key seen once is kept as long as any other. Splitting is what lets two threads
- * reserving different keys of one scope proceed in parallel instead of taking turns on one lock.
+ * one of the scope's oldest. Stripes fill unevenly, so a large scope filling with new keys starts
+ * evicting from its fullest stripe a little before it holds {@code maxKeys} in all (filled with
+ * exactly 1,000,000 unique keys, a 1,000,000-key scope keeps about 998,700 of them); once every
+ * stripe is full it holds exactly {@code maxKeys}. A new key is never the one evicted, and there is
+ * no frequency-based admission: a key seen once is kept as long as any other. Splitting is what
+ * lets two threads reserving different keys of one scope proceed in parallel instead of taking
+ * turns on one lock.
  *
  * <p>Entries are ordered by their last <em>use</em>: the reserve that acquired the key, its applied
  * commit, and every duplicate hit (a reserve that answers {@link ReserveResult.Duplicate}).

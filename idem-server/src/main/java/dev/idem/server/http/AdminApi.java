@@ -22,6 +22,7 @@ import java.time.Instant;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BiFunction;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
@@ -228,20 +229,32 @@ public final class AdminApi {
   }
 
   private Answer inspect(Pipeline p, String raw, boolean digest) {
-    Deduplicator d = dedupOf(p);
-    if (d == null) {
-      return noDedup(p);
-    }
-    DedupKey key;
-    try {
-      key = keyOf(p.keys(), raw, digest);
-    } catch (KeyDerivationException e) {
-      return Answer.error(400, "bad_key", e.getMessage());
-    }
-    return json(200, describe(p.id(), raw, key, d.inspect(key)));
+    return withKey(
+        p, raw, digest, (d, key) -> json(200, describe(p.id(), raw, key, d.inspect(key))));
   }
 
   private Answer forget(Pipeline p, String raw, boolean digest) {
+    return withKey(
+        p,
+        raw,
+        digest,
+        (d, key) -> {
+          boolean existed = d.forget(key);
+          ObjectNode n = JSON.createObjectNode();
+          n.put("pipeline", p.id());
+          n.put("key", raw);
+          n.put("digest", key.toHex());
+          n.put("forgotten", existed);
+          return json(200, n);
+        });
+  }
+
+  /**
+   * Resolves the pipeline's dedup step and the key named in the path, then answers with {@code
+   * action}; a pipeline without dedup or a key that cannot be read is answered without it.
+   */
+  private Answer withKey(
+      Pipeline p, String raw, boolean digest, BiFunction<Deduplicator, DedupKey, Answer> action) {
     Deduplicator d = dedupOf(p);
     if (d == null) {
       return noDedup(p);
@@ -252,13 +265,7 @@ public final class AdminApi {
     } catch (KeyDerivationException e) {
       return Answer.error(400, "bad_key", e.getMessage());
     }
-    boolean existed = d.forget(key);
-    ObjectNode n = JSON.createObjectNode();
-    n.put("pipeline", p.id());
-    n.put("key", raw);
-    n.put("digest", key.toHex());
-    n.put("forgotten", existed);
-    return json(200, n);
+    return action.apply(d, key);
   }
 
   private Answer clear(Pipeline p) {

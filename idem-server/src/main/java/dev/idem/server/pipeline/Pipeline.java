@@ -89,7 +89,6 @@ public final class Pipeline {
   private final TimeSource time;
   private final boolean replay;
   private final boolean async;
-  private final boolean debug;
 
   private Pipeline(Builder b) {
     this.settings = b.settings;
@@ -109,8 +108,6 @@ public final class Pipeline {
     this.time = b.time;
     this.replay = settings.dedup() != null && settings.dedup().mode() == DedupMode.REPLAY;
     this.async = settings.deliver().mode() == DeliveryMode.ASYNC;
-    // Read once: the level is set at start-up, before pipelines are built.
-    this.debug = LOG.isDebugEnabled();
     if (async && (dedup == null || outbox == null || outboxEncoder == null)) {
       throw new IllegalArgumentException(
           "pipeline " + id + ": async delivery needs a dedup step, an outbox store and an encoder");
@@ -454,7 +451,7 @@ public final class Pipeline {
     }
     try {
       r.release();
-      if (debug) {
+      if (LOG.isDebugEnabled()) {
         LOG.debug("released pipeline={} key={} because {}", id, key.toHex(), why);
       }
     } catch (StoreUnavailableException e) {
