@@ -262,8 +262,16 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     enter();
     try {
       ScopeKeys sk = keys(scope);
-      // No lock needed: a synced write becomes visible only once it is durable.
-      return DedupStateMachine.inspect(read(sk, key, sk.entryKey(key)), nowMillis);
+      // Under the key's lock: a group commit's write is visible a moment before its sync ends,
+      // and its writer holds this lock until then, so inspect never reports a commit a power
+      // failure could undo.
+      ReentrantLock lock = stripe(sk, key);
+      lock.lock();
+      try {
+        return DedupStateMachine.inspect(read(sk, key, sk.entryKey(key)), nowMillis);
+      } finally {
+        lock.unlock();
+      }
     } catch (RocksDBException e) {
       throw failure("inspect", e, false);
     } finally {

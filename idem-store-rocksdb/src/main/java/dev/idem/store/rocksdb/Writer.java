@@ -16,14 +16,16 @@ import org.rocksdb.WriteOptions;
  *
  * <p>Under {@link Durability#GROUP_COMMIT} the calling threads elect a leader among themselves (no
  * extra thread): a writer appends its step to a queue; if no leader is active it becomes one,
- * copies every queued step into one write batch, writes it with one synced write and wakes the
+ * copies every queued step into one write batch, writes it, syncs the WAL once and wakes the
  * writers it covered. Writers that arrive while a leader syncs form the next group. Before
  * draining, the leader waits up to {@code groupCommitMaxDelay} for writers that already hold their
  * key's lock and are about to join ({@link #announce()}), so steady concurrent load forms large
  * groups while a lone writer never waits.
  *
- * <p>RocksDB publishes a synced write to readers only after the sync, so a state that a reader can
- * see is durable (except under {@link Durability#OS_BUFFERED}, which never syncs).
+ * <p>A group's batch is written unsynced and then synced with {@code SyncWAL}, so its changes are
+ * visible a moment before they are durable; its writers return only after the sync, and the store
+ * holds each committing key's lock until then, so no answer given under that lock rests on a commit
+ * that a power failure could still undo.
  */
 final class Writer implements AutoCloseable {
   private final RocksDB db;
@@ -170,10 +172,12 @@ final class Writer implements AutoCloseable {
         }
       }
       if (groupBatch.count() > 0) {
-        db.write(synced, groupBatch);
-      } else {
-        db.syncWal();
+        // Written unsynced, then synced apart: a synced write would hold RocksDB's write queue
+        // for the whole sync, stalling every unsynced write (reservations, outbox bookkeeping)
+        // behind it; SyncWAL lets them proceed while the WAL is being synced.
+        db.write(buffered, groupBatch);
       }
+      db.syncWal();
       written = true;
     } catch (RocksDBException e) {
       error = e;
