@@ -1,0 +1,204 @@
+package dev.idem.benchmarks;
+
+import dev.idem.Decision;
+import dev.idem.DedupKey;
+import dev.idem.Deduplicator;
+import dev.idem.Scope;
+import dev.idem.TimeSource;
+import dev.idem.internal.Sha256Words;
+import dev.idem.spi.CommitRequest;
+import dev.idem.spi.ReserveRequest;
+import dev.idem.spi.ReserveResult;
+import dev.idem.spi.Ttl;
+import dev.idem.store.memory.MemoryDedupStore;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.camel.spi.IdempotentRepository;
+import org.apache.camel.support.processor.idempotent.MemoryIdempotentRepository;
+
+/**
+ * The memory store's reserve + commit of unique keys next to Camel's add + confirm, measured in
+ * alternating slots (Idem, Camel, Idem, Camel, ...) in one JVM: a companion to {@link
+ * MemoryStoreBenchmark}, whose JMH run measures one method after the other, so that on a shared
+ * machine whose speed swings by several times within seconds each side sees the same weather. The
+ * figure is the median over rounds of each round's ratio (Idem's slot over the Camel slot next to
+ * it), printed with the lowest and highest round ratio.
+ *
+ * <pre>
+ * java -cp idem-benchmarks/target/benchmarks.jar dev.idem.benchmarks.MemoryStoreAlternating \
+ *     THREADS MAX_KEYS [ROUNDS [SLOT_MILLIS]]
+ * e.g. ... MemoryStoreAlternating 2 10000 40 500
+ * </pre>
+ *
+ * <p>Work per operation is the same as in {@link MemoryStoreBenchmark}: keys precomputed per thread
+ * (SHA-256 digests for Idem, the strings they digest for Camel), both bounded to {@code MAX_KEYS}
+ * and evicting on every insert once full. Idem is measured three ways: the {@link Deduplicator}
+ * facade on the system clock, the facade on {@link TimeSource#coarse()}, and the store SPI alone.
+ * The first two rounds warm up and are not counted.
+ */
+public final class MemoryStoreAlternating {
+  private static final int UNIQUE = 1 << 20;
+  private static final int WARMUP_ROUNDS = 2;
+
+  private final MemoryDedupStore store;
+  private final Deduplicator facade;
+  private final Deduplicator coarse;
+  private final IdempotentRepository camel;
+  private final Ttl ttl;
+  private final long lease;
+  private final DedupKey[][] keys;
+  private final String[][] strings;
+  private final int[] next;
+
+  private MemoryStoreAlternating(int threads, int maxKeys) {
+    store = MemoryDedupStore.builder().maxKeysPerScope(maxKeys).build();
+    facade = Deduplicator.builder(store, Scope.of("alt-facade")).build();
+    coarse =
+        Deduplicator.builder(store, Scope.of("alt-coarse")).timeSource(TimeSource.coarse()).build();
+    camel = MemoryIdempotentRepository.memoryIdempotentRepository(maxKeys);
+    ttl = dev.idem.DedupConfig.ofDefaults().storeTtl();
+    lease = dev.idem.DedupConfig.ofDefaults().lease().toMillis();
+    keys = new DedupKey[threads][UNIQUE];
+    strings = new String[threads][UNIQUE];
+    next = new int[threads];
+    MessageDigest sha = Sha256Words.newDigest();
+    for (int t = 0; t < threads; t++) {
+      for (int i = 0; i < UNIQUE; i++) {
+        strings[t][i] = MemoryStoreBenchmark.name(t, i);
+        keys[t][i] = MemoryStoreBenchmark.digest(sha, strings[t][i]);
+      }
+    }
+  }
+
+  /** One way of doing the work; {@code op} runs one reserve + commit of key {@code i}. */
+  private interface Contender {
+    void op(int thread, int i, long token);
+  }
+
+  public static void main(String[] args) throws Exception {
+    int threads = Integer.parseInt(args[0]);
+    int maxKeys = Integer.parseInt(args[1]);
+    int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 40;
+    long slotMillis = args.length > 3 ? Long.parseLong(args[3]) : 500;
+    new MemoryStoreAlternating(threads, maxKeys).run(threads, maxKeys, rounds, slotMillis);
+  }
+
+  private void run(int threads, int maxKeys, int rounds, long slotMillis) throws Exception {
+    Scope spiScope = Scope.of("alt-spi");
+    Map<String, Contender> contenders = new LinkedHashMap<>();
+    contenders.put(
+        "camel",
+        (t, i, token) -> {
+          String key = strings[t][i];
+          if (camel.add(key)) {
+            camel.confirm(key);
+          }
+        });
+    contenders.put("idem-facade", (t, i, token) -> settle(facade.reserve(keys[t][i])));
+    contenders.put("idem-coarse", (t, i, token) -> settle(coarse.reserve(keys[t][i])));
+    contenders.put(
+        "idem-spi",
+        (t, i, token) -> {
+          DedupKey key = keys[t][i];
+          long now = System.currentTimeMillis();
+          ReserveResult r =
+              store.reserve(new ReserveRequest(spiScope, key, null, token, now, lease, ttl));
+          if (r instanceof ReserveResult.Acquired) {
+            store.commit(new CommitRequest(spiScope, key, token, now, ttl, null));
+          }
+        });
+    System.out.printf(
+        "MemoryStoreAlternating threads=%d maxKeys=%d rounds=%d (+%d warm-up) slot=%d ms, %s%n",
+        threads, maxKeys, rounds, WARMUP_ROUNDS, slotMillis, Runtime.version());
+    Map<String, List<Double>> ratios = new LinkedHashMap<>();
+    Map<String, List<Double>> rates = new LinkedHashMap<>();
+    contenders.keySet().forEach(name -> rates.put(name, new ArrayList<>()));
+    for (int round = 1; round <= WARMUP_ROUNDS + rounds; round++) {
+      double camelRate = 0;
+      StringBuilder line = new StringBuilder();
+      for (Map.Entry<String, Contender> c : contenders.entrySet()) {
+        double rate = slot(c.getValue(), threads, slotMillis);
+        line.append(String.format("  %s %,.0f", c.getKey(), rate));
+        if (round <= WARMUP_ROUNDS) {
+          continue;
+        }
+        rates.get(c.getKey()).add(rate);
+        if (c.getKey().equals("camel")) {
+          camelRate = rate;
+        } else {
+          ratios.computeIfAbsent(c.getKey(), k -> new ArrayList<>()).add(rate / camelRate);
+        }
+      }
+      System.out.printf(
+          "round %2d%s%s  loadavg %s%n",
+          round,
+          round <= WARMUP_ROUNDS ? " (warm-up)" : "",
+          line,
+          Files.readString(Path.of("/proc/loadavg")).trim());
+    }
+    for (Map.Entry<String, List<Double>> r : rates.entrySet()) {
+      System.out.printf("median ops/s  %-12s %,12.0f%n", r.getKey(), median(r.getValue()));
+    }
+    for (Map.Entry<String, List<Double>> r : ratios.entrySet()) {
+      double[] sorted = r.getValue().stream().mapToDouble(Double::doubleValue).sorted().toArray();
+      System.out.printf(
+          "ratio %-12s / camel: median %.2f (lowest %.2f, highest %.2f over %d rounds)%n",
+          r.getKey(), median(r.getValue()), sorted[0], sorted[sorted.length - 1], sorted.length);
+    }
+    store.close();
+  }
+
+  private static void settle(Decision d) {
+    if (d instanceof Decision.Acquired a) {
+      a.reservation().commit();
+    }
+  }
+
+  private double slot(Contender c, int threads, long millis) throws InterruptedException {
+    AtomicBoolean stop = new AtomicBoolean();
+    long[] done = new long[threads * 16];
+    Thread[] workers = new Thread[threads];
+    for (int t = 0; t < threads; t++) {
+      int thread = t;
+      workers[t] =
+          new Thread(
+              () -> {
+                int i = next[thread];
+                long token = ((long) thread + 1) << 40 | (long) i << 8;
+                long n = 0;
+                while (!stop.get()) {
+                  c.op(thread, i, ++token);
+                  i = (i + 1) & (UNIQUE - 1);
+                  n++;
+                }
+                next[thread] = i;
+                done[thread * 16] = n;
+              });
+    }
+    long start = System.nanoTime();
+    for (Thread w : workers) {
+      w.start();
+    }
+    Thread.sleep(millis);
+    stop.set(true);
+    long total = 0;
+    for (int t = 0; t < threads; t++) {
+      workers[t].join();
+      total += done[t * 16];
+    }
+    return total / ((System.nanoTime() - start) / 1e9);
+  }
+
+  private static double median(List<Double> values) {
+    double[] v = values.stream().mapToDouble(Double::doubleValue).toArray();
+    Arrays.sort(v);
+    return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+  }
+}
