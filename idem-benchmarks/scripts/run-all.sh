@@ -24,6 +24,13 @@ step() {
 for t in 1 2; do
   step "$java" -jar "$jar" 'MemoryStoreBenchmark|KeyDerivationBenchmark' -f 1 -wi 5 -w 1 -i 5 -r 1 -t "$t"
 done
+# The same Idem vs Camel comparison in alternating 500 ms slots (the machine's speed swings within
+# seconds, so the ratio of two JMH methods run a minute apart is unreliable here).
+for t in 1 2; do
+  for keys in 10000 1000; do
+    step "$java" -cp "$jar" dev.idem.benchmarks.MemoryStoreAlternating "$t" "$keys" 30 500
+  done
+done
 step "$java" -cp "$jar" dev.idem.benchmarks.RetainedBytesPerKey
 # Issue 3: RocksDB per durability setting next to a raw RocksDB put with the same sync setting.
 for t in 1 16; do
