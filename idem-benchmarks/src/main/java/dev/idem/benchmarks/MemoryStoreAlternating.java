@@ -38,13 +38,13 @@ import org.apache.camel.support.processor.idempotent.MemoryIdempotentRepository;
  * </pre>
  *
  * <p>Work per operation is the same as in {@link MemoryStoreBenchmark}: keys precomputed per thread
- * (SHA-256 digests for Idem, the strings they digest for Camel), both bounded to {@code MAX_KEYS}
- * and evicting on every insert once full. Idem is measured three ways: the {@link Deduplicator}
- * facade on the system clock, the facade on {@link TimeSource#coarse()}, and the store SPI alone.
- * The first two rounds warm up and are not counted.
+ * in a cache-resident ring (SHA-256 digests for Idem, the strings they digest for Camel), both
+ * bounded to {@code MAX_KEYS} and evicting on every insert once full. Idem is measured three ways:
+ * the {@link Deduplicator} facade on the system clock, the facade on {@link TimeSource#coarse()},
+ * and the store SPI alone. The first two rounds warm up and are not counted.
  */
 public final class MemoryStoreAlternating {
-  private static final int UNIQUE = 1 << 20;
+  private static final int UNIQUE = MemoryStoreBenchmark.UNIQUE;
   private static final int WARMUP_ROUNDS = 2;
 
   private final MemoryDedupStore store;
