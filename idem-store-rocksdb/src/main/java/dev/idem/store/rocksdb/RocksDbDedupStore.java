@@ -27,7 +27,6 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -53,16 +52,19 @@ import org.rocksdb.RocksIterator;
  * default) and {@link Durability#FSYNC}, a key whose {@code commit} returned is never lost, on a
  * process crash or a power failure.
  *
- * <p>Every operation applies {@link DedupStateMachine} under a lock on the key's stripe: it reads
- * the entry, computes the transition and writes one RocksDB write batch that changes the entry and
- * its expiry-index entry together (and, for {@link #commitAndEnqueue}, appends the outbox entry).
- * For a commit the lock is held until the batch is durable, so under the syncing modes no caller
- * ever sees a commit that a crash could take back. Reservations, releases and sliding refreshes are
- * written without waiting for a sync (they become durable with the next synced write): the store is
- * embedded, so every holder of an in-flight key dies with the process, and after a crash such a key
- * is absent (or committed) either way; a lost refresh only ends a window at its previous deadline.
- * Operations on one key are linearizable; operations on different keys run in parallel and share
- * syncs.
+ * <p>Every operation applies {@link DedupStateMachine} under a lock on the key's stripe. In-flight
+ * reservations live in memory only, under that lock, with their token and lease: the store is
+ * embedded, so every holder of a reservation runs in this process and dies with it, and a process
+ * that starts on the directory (after a crash or a restart) starts with no reservations: the retry
+ * of an event that was in flight is accepted at once. A reserve of a new key reads the disk (a
+ * bloom filter, mostly) and writes nothing; a release writes nothing. A commit writes one RocksDB
+ * write batch that stores the committed entry and its expiry-index entry together (and, for {@link
+ * #commitAndEnqueue}, the outbox entries), group-committed with other commits, and holds the key's
+ * lock until that batch is durable, so under the syncing modes no caller ever sees a commit that a
+ * crash could take back. A sliding refresh is written without waiting for a sync (a lost refresh
+ * only ends a window at its previous deadline). A store closed and opened again in the same process
+ * keeps the reservations (their holders may still run). Operations on one key are linearizable;
+ * operations on different keys run in parallel and share syncs.
  *
  * <p>Expired entries read as absent at once; a background sweeper (one daemon thread) removes them
  * from disk, judging expiry by the configured {@link TimeSource}, and reports each removal to the
@@ -100,6 +102,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
   private final ColumnFamilyHandle deadLetters;
   private final Writer writer;
   private final ReentrantLock[] stripes = newLocks(STRIPES);
+  private final Reservations reservations;
   private final ReentrantLock[] queueLocks = newLocks(QUEUE_STRIPES);
   private final ReentrantLock sweepLock = new ReentrantLock();
   private final ConcurrentHashMap<Scope, ScopeKeys> scopes = new ConcurrentHashMap<>();
@@ -127,6 +130,9 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     this.writer = handles.writer;
     this.outboxIdLimit = handles.outboxIdLimit;
     this.outboxSeq = new AtomicLong(handles.outboxIdLimit);
+    // After Handles.open: this process holds the directory's lock, so a store closed on it
+    // earlier in this process has already handed its reservations over.
+    this.reservations = Reservations.takeOver(config.directory(), STRIPES);
   }
 
   /**
@@ -265,10 +271,11 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
       // Under the key's lock: a group commit's write is visible a moment before its sync ends,
       // and its writer holds this lock until then, so inspect never reports a commit a power
       // failure could undo.
-      ReentrantLock lock = stripe(sk, key);
+      int stripe = stripeIndex(sk, key);
+      ReentrantLock lock = stripes[stripe];
       lock.lock();
       try {
-        return DedupStateMachine.inspect(read(sk, key, sk.entryKey(key)), nowMillis);
+        return DedupStateMachine.inspect(new View(sk, key, stripe).load().current(), nowMillis);
       } finally {
         lock.unlock();
       }
@@ -292,9 +299,16 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     try {
       ScopeKeys sk = keys(scope);
       byte[] entryKey = sk.entryKey(key);
-      ReentrantLock lock = stripe(sk, key);
+      int stripe = stripeIndex(sk, key);
+      ReentrantLock lock = stripes[stripe];
       lock.lock();
       try {
+        boolean held = reservations.get(stripe, scope, key) != null;
+        if (held) {
+          // Nothing to write: a reservation is in memory only (and has no stored entry).
+          reservations.set(stripe, scope, key, null);
+          return true;
+        }
         StoredEntry current = read(sk, key, entryKey);
         if (current == null) {
           return false;
@@ -317,11 +331,12 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
   /**
    * {@inheritDoc}
    *
-   * <p>Here: walks the scope's entries in batches of {@value #CLEAR_BATCH}; each batch locks its
-   * keys, removes the entries still there with their expiry-index entries, and is written as one
-   * durable batch. The count is exact: the entries this call removed. A key reserved in the scope
-   * while the walk is under way may survive (it counts as arriving after the clear). Costs time in
-   * proportion to the scope's size.
+   * <p>Here: removes the scope's reservations (in memory, one lock stripe at a time), then walks
+   * the scope's stored entries in batches of {@value #CLEAR_BATCH}; each batch locks its keys,
+   * removes the entries still there with their expiry-index entries, and is written as one durable
+   * batch. The count is exact: the reservations and entries this call removed. A key reserved in
+   * the scope while the walk is under way may survive (it counts as arriving after the clear).
+   * Costs time in proportion to the scope's size.
    */
   @Override
   public long clear(Scope scope) {
@@ -329,7 +344,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     boolean writing = false;
     try {
       ScopeKeys sk = keys(scope);
-      long removed = 0;
+      long removed = reservations.removeIf(stripes, r -> r.scope().equals(scope)).size();
       byte[] from = sk.prefix;
       List<byte[]> batch = new ArrayList<>(CLEAR_BATCH);
       while (true) {
@@ -395,16 +410,17 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
    * <p>Here: walks the expiry index up to {@code nowMillis} in batches of {@link
    * RocksDbStoreConfig#sweepBatchSize()}, and removes each entry whose stored deadline really
    * passed (re-checked under the key's lock, so an entry whose sliding window moved since is kept),
-   * with its index entry; index entries left by older deadlines are removed too. Each expired entry
-   * removed is reported to the listener. One sweep runs at a time; the background sweeper calls
-   * this with the store's {@link TimeSource}.
+   * with its index entry; index entries left by older deadlines are removed too. Then removes the
+   * reservations (in memory) whose lease passed. Each expired entry or lapsed reservation removed
+   * is reported to the listener. One sweep runs at a time; the background sweeper calls this with
+   * the store's {@link TimeSource}.
    */
   @Override
   public long sweepExpired(long nowMillis) {
     enter();
     sweepLock.lock();
     try {
-      return sweep(nowMillis);
+      return sweep(nowMillis) + sweepReservations(nowMillis);
     } catch (RocksDBException e) {
       throw failure("sweepExpired", e, true);
     } finally {
@@ -485,8 +501,10 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
 
   /**
    * Stops the sweeper, waits for running operations, flushes the memtables (so the next open need
-   * not replay the WAL) and closes RocksDB, releasing the directory's lock. Closing again does
-   * nothing. Afterwards every operation throws {@link IllegalStateException}.
+   * not replay the WAL) and closes RocksDB, releasing the directory's lock. The reservations in
+   * flight are left in memory for the next store opened on the directory in this process (their
+   * holders may still be running); a new process starts with none. Closing again does nothing.
+   * Afterwards every operation throws {@link IllegalStateException}.
    *
    * @throws StoreException if RocksDB reported an error while closing (the directory is released
    *     anyway; the data is in the WAL)
@@ -516,6 +534,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         Thread.currentThread().interrupt();
       }
     }
+    // Before the directory's lock is released, so the next open in this process finds them.
+    reservations.handOver(config.directory());
     handles.close(description);
   }
 
@@ -725,15 +745,93 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
 
   /**
    * Whether a step must be as durable as the mode promises before it returns. Only commits must:
-   * they are what a crash may never take back. A reservation, a release or a sliding refresh lost
-   * to a crash changes nothing that matters, because the store is embedded: every holder of an
-   * in-flight key died with the process, so after a restart the key is absent (or committed) either
-   * way, and a lost refresh only ends a window at its previous deadline. Those steps are written
-   * without waiting for a sync and become durable with the next synced write.
+   * they are what a crash may never take back. Reservations and releases are never written at all
+   * (they live in {@link Reservations}); a sliding refresh, or the removal of a dead entry that a
+   * reservation replaces, is written without waiting for a sync and becomes durable with the next
+   * synced write: losing it to a crash only ends a window at its previous deadline, or leaves a
+   * dead entry for the sweeper.
    */
   private static final boolean SYNC_NEEDED = true;
 
   private static final boolean SYNC_NOT_NEEDED = false;
+
+  /**
+   * One key as a step sees it, under the key's stripe lock: its reservation (in memory) or its
+   * stored entry (on disk), never both. A step moves it to the transition's next entry: an
+   * in-flight entry goes to memory, a committed one to disk (removing the reservation), none
+   * removes whichever there was. The memory side is published after the disk write succeeded.
+   */
+  private final class View {
+    final ScopeKeys sk;
+    final DedupKey key;
+    final byte[] entryKey;
+    final int stripe;
+    @Nullable StoredEntry held;
+    @Nullable StoredEntry disk;
+    boolean heldChanged;
+
+    View(ScopeKeys sk, DedupKey key, int stripe) {
+      this.sk = sk;
+      this.key = key;
+      this.entryKey = sk.entryKey(key);
+      this.stripe = stripe;
+    }
+
+    /** Reads the key's state; the caller holds its stripe lock. */
+    View load() throws RocksDBException {
+      held = reservations.get(stripe, sk.scope, key);
+      // A key with a reservation has no stored entry: no need to read the disk.
+      disk = held == null ? read(sk, key, entryKey) : null;
+      return this;
+    }
+
+    /**
+     * The entry the state machine decides on. An in-flight entry on disk was written by an earlier
+     * process (a version that stored reservations): its holder died with that process, so it reads
+     * as absent; the step that replaces it (or the sweeper) removes it.
+     */
+    @Nullable StoredEntry current() {
+      if (held != null) {
+        return held;
+      }
+      return disk != null && disk.state() == StoredEntry.State.COMMITTED ? disk : null;
+    }
+
+    /** Stages the disk side of the move to {@code next} in {@code step}; remembers the rest. */
+    void moveTo(@Nullable StoredEntry next, Mutations step) {
+      if (next != null && next.state() == StoredEntry.State.COMMITTED) {
+        stage(step, sk, key, entryKey, disk, next);
+        disk = next;
+        setHeld(null);
+        return;
+      }
+      if (disk != null) {
+        // A reservation replaces a dead entry, or a removal removes a stored one.
+        stage(step, sk, key, entryKey, disk, null);
+        disk = null;
+      }
+      setHeld(next);
+    }
+
+    private void setHeld(@Nullable StoredEntry next) {
+      if (held != next) {
+        held = next;
+        heldChanged = true;
+      }
+    }
+
+    /**
+     * Publishes the memory side once the step's write is done. If the write failed, a new
+     * reservation is not made, but a removed one stays removed: after a failed commit the disk
+     * holds whichever outcome RocksDB kept (committed, or nothing: a retried commit then answers
+     * stale, and the event's redelivery is accepted anew).
+     */
+    void publish(boolean written) {
+      if (heldChanged && (written || held == null)) {
+        reservations.set(stripe, sk.scope, key, held);
+      }
+    }
+  }
 
   private <A> A apply(
       Scope scope,
@@ -746,28 +844,36 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     boolean writing = false;
     try {
       ScopeKeys sk = keys(scope);
-      byte[] entryKey = sk.entryKey(key);
-      ReentrantLock lock = stripe(sk, key);
+      int stripe = stripeIndex(sk, key);
+      ReentrantLock lock = stripes[stripe];
       lock.lock();
       boolean announced = syncNeeded && writer.announce();
       try {
-        StoredEntry current = read(sk, key, entryKey);
-        Transition<A> t = decide.apply(current);
+        View view = new View(sk, key, stripe).load();
+        Transition<A> t = decide.apply(view.current());
         if (!t.changed()) {
           return t.answer();
         }
         Mutations step = new Mutations();
-        stage(step, sk, key, entryKey, current, t.next());
+        view.moveTo(t.next(), step);
         if (extra != null) {
           extra.stage(step, t.answer());
         }
-        writing = true;
-        if (syncNeeded) {
-          boolean counted = announced;
-          announced = false;
-          writer.write(step, counted);
-        } else {
-          writer.writeBuffered(step);
+        boolean written = false;
+        try {
+          if (!step.isEmpty()) {
+            writing = true;
+            if (syncNeeded) {
+              boolean counted = announced;
+              announced = false;
+              writer.write(step, counted);
+            } else {
+              writer.writeBuffered(step);
+            }
+          }
+          written = true;
+        } finally {
+          view.publish(written);
         }
         return t.answer();
       } finally {
@@ -808,18 +914,19 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     enter();
     boolean writing = false;
     try {
-      ScopeKeys[] sks = new ScopeKeys[n];
-      byte[][] entryKeys = new byte[n][];
-      int[] stripeIds = new int[n];
+      // One view per distinct key: a key given twice sees the outcome of its first request.
+      Map<ByteBuffer, View> byKey = new HashMap<>();
+      View[] views = new View[n];
       for (int i = 0; i < n; i++) {
         R r = requests.get(i);
-        sks[i] = keys(scopeOf.apply(r));
+        ScopeKeys sk = keys(scopeOf.apply(r));
         DedupKey key = keyOf.apply(r);
-        entryKeys[i] = sks[i].entryKey(key);
-        stripeIds[i] = stripeIndex(sks[i], key);
+        View v = new View(sk, key, stripeIndex(sk, key));
+        View first = byKey.putIfAbsent(ByteBuffer.wrap(v.entryKey), v);
+        views[i] = first != null ? first : v;
       }
       // Lock in ascending stripe order: no deadlock with single-key steps or other batches.
-      int[] order = Arrays.stream(stripeIds).sorted().distinct().toArray();
+      int[] order = byKey.values().stream().mapToInt(v -> v.stripe).sorted().distinct().toArray();
       int locked = 0;
       boolean announced = false;
       try {
@@ -828,30 +935,34 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
           locked++;
         }
         announced = syncNeeded && writer.announce();
-        Map<ByteBuffer, Holder> staged = new HashMap<>();
+        for (View v : byKey.values()) {
+          v.load();
+        }
         Mutations step = new Mutations();
         List<A> out = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-          R r = requests.get(i);
-          DedupKey key = keyOf.apply(r);
-          ByteBuffer id = ByteBuffer.wrap(entryKeys[i]);
-          Holder held = staged.get(id);
-          StoredEntry current = held != null ? held.entry : read(sks[i], key, entryKeys[i]);
-          Transition<A> t = decide.apply(current, r);
+          Transition<A> t = decide.apply(views[i].current(), requests.get(i));
           if (t.changed()) {
-            stage(step, sks[i], key, entryKeys[i], current, t.next());
-            staged.put(id, new Holder(t.next()));
+            views[i].moveTo(t.next(), step);
           }
           out.add(t.answer());
         }
-        if (!step.isEmpty()) {
-          writing = true;
-          if (syncNeeded) {
-            boolean counted = announced;
-            announced = false;
-            writer.write(step, counted);
-          } else {
-            writer.writeBuffered(step);
+        boolean written = false;
+        try {
+          if (!step.isEmpty()) {
+            writing = true;
+            if (syncNeeded) {
+              boolean counted = announced;
+              announced = false;
+              writer.write(step, counted);
+            } else {
+              writer.writeBuffered(step);
+            }
+          }
+          written = true;
+        } finally {
+          for (View v : byKey.values()) {
+            v.publish(written);
           }
         }
         return out;
@@ -867,9 +978,6 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
       exit();
     }
   }
-
-  /** An entry staged earlier in the same batch (null: deleted). */
-  private record Holder(@Nullable StoredEntry entry) {}
 
   /**
    * Stages the change from {@code current} to {@code next} (null: delete): the entry, and its
@@ -972,6 +1080,24 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     return removed;
   }
 
+  /** Removes the reservations whose lease passed at {@code now}, and reports each. */
+  private long sweepReservations(long now) {
+    List<Reservations.Removed> lapsed =
+        reservations.removeIf(stripes, r -> r.entry().isDeadAt(now));
+    for (Reservations.Removed r : lapsed) {
+      report(r.scope(), r.key(), true);
+    }
+    return lapsed.size();
+  }
+
+  private void report(Scope scope, DedupKey key, boolean leaseExpired) {
+    try {
+      listener.onExpired(scope, key, leaseExpired);
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.DEBUG, "listener failed on an expiry; ignored", e);
+    }
+  }
+
   /** Removes the entry an index key points at if its stored deadline is that key's and passed. */
   private boolean expire(ScopeKeys sk, byte[] indexKey, long now) throws RocksDBException {
     DedupKey key = sk.indexDigest(indexKey);
@@ -1001,11 +1127,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
       lock.unlock();
     }
     if (expired) {
-      try {
-        listener.onExpired(sk.scope, key, leaseExpired);
-      } catch (RuntimeException e) {
-        LOG.log(System.Logger.Level.DEBUG, "listener failed on an expiry; ignored", e);
-      }
+      report(sk.scope, key, leaseExpired);
     }
     return expired;
   }

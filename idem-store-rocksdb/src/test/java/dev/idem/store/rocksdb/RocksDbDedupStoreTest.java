@@ -124,6 +124,112 @@ class RocksDbDedupStoreTest {
   }
 
   @Test
+  void reservationsAndReleasesWriteNothingAndOnlyTheCommitReachesTheDisk() throws Exception {
+    // given: a reservation committed, one released, one still held, one replaced after its lease
+    RocksDbDedupStore store = open();
+    long now = clock.wallMillis();
+    long committed = token();
+    long released = token();
+    store.reserve(reserve(ORDERS, key("committed"), committed, now));
+    store.reserve(reserve(ORDERS, key("released"), released, now));
+    store.reserve(reserve(ORDERS, key("held"), token(), now));
+    store.reserve(reserve(ORDERS, key("lapsed"), token(), now));
+    long taker = token();
+    ReserveResult takeover =
+        store.reserve(reserve(ORDERS, key("lapsed"), taker, now + Fixtures.LEASE));
+
+    // when
+    SettleResult commit = store.commit(commit(ORDERS, key("committed"), committed, now));
+    SettleResult release = store.release(release(ORDERS, key("released"), released, now));
+    store.close();
+
+    // then: the state machine's answers, and on disk only the committed key with its index entry
+    assertThat(takeover)
+        .isEqualTo(
+            new ReserveResult.Acquired(
+                taker, now + 2 * Fixtures.LEASE, ReserveResult.Replaced.EXPIRED_LEASE));
+    assertThat(commit).isEqualTo(SettleResult.APPLIED);
+    assertThat(release).isEqualTo(SettleResult.APPLIED);
+    assertThat(RawDb.countScopeKeys(dir, Handles.CF_ENTRIES, ORDERS)).isEqualTo(1);
+    assertThat(RawDb.countScopeKeys(dir, Handles.CF_EXPIRY, ORDERS)).isEqualTo(1);
+  }
+
+  @Test
+  void anInFlightEntryStoredByAnEarlierProcessReadsAsAbsentAndIsReplacedAtOnce() throws Exception {
+    // given: an in-flight entry with a five-minute lease on disk, as a store that wrote
+    // reservations left it at a crash (its holder died with that process)
+    open().close();
+    long now = clock.wallMillis();
+    DedupKey orphan = key("orphan");
+    long deadline = now + 300_000;
+    ScopeKeys sk = new ScopeKeys(ORDERS);
+    RawDb.put(
+        dir,
+        Handles.CF_ENTRIES,
+        sk.entryKey(orphan),
+        EntryCodec.encode(
+            new dev.idem.spi.StoredEntry(
+                dev.idem.spi.StoredEntry.State.IN_FLIGHT, 7, now, deadline, null, null)));
+    RawDb.put(dir, Handles.CF_EXPIRY, sk.indexKey(deadline, orphan), new byte[0]);
+    RocksDbDedupStore store = open();
+
+    // when
+    KeyState before = store.inspect(ORDERS, orphan, now + 1);
+    long t = token();
+    ReserveResult retry = store.reserve(reserve(ORDERS, orphan, t, now + 1));
+
+    // then: no 409 for the rest of the dead holder's lease, and its token is fenced off
+    assertThat(before).isEqualTo(KeyState.ABSENT);
+    assertThat(retry)
+        .isEqualTo(
+            new ReserveResult.Acquired(
+                t, now + 1 + Fixtures.LEASE, ReserveResult.Replaced.NOTHING));
+    assertThat(store.commit(commit(ORDERS, orphan, 7, now + 2))).isEqualTo(SettleResult.STALE);
+    assertThat(store.commit(commit(ORDERS, orphan, t, now + 2))).isEqualTo(SettleResult.APPLIED);
+    store.close();
+    // The orphan's index entry went with it: only the commit's is left.
+    assertThat(RawDb.countScopeKeys(dir, Handles.CF_EXPIRY, ORDERS)).isEqualTo(1);
+  }
+
+  @Test
+  void aReservationOverAnExpiredKeyRemovesTheStoredEntryAndTheSweeperReportsOnlyTheLease()
+      throws Exception {
+    // given: a committed key whose one-second window has passed, not swept, reserved again
+    List<String> heard = new CopyOnWriteArrayList<>();
+    RocksDbDedupStore store =
+        track(
+            RocksDbDedupStore.builder(dir)
+                .sweepInterval(Duration.ZERO)
+                .timeSource(clock)
+                .listener(recording(heard))
+                .build());
+    long now = clock.wallMillis();
+    long first = token();
+    store.reserve(reserve(ORDERS, key("k"), first, now));
+    store.commit(commit(ORDERS, key("k"), first, now, new Ttl(1_000, dev.idem.Expiry.FIXED), null));
+    long second = token();
+    ReserveResult again = store.reserve(reserve(ORDERS, key("k"), second, now + 2_000));
+
+    // when: the sweep runs past the old window and past the new lease
+    long atOldWindow = store.sweepExpired(now + 2_000);
+    long afterLease = store.sweepExpired(now + 2_000 + Fixtures.LEASE);
+
+    // then
+    assertThat(again)
+        .isEqualTo(
+            new ReserveResult.Acquired(
+                second, now + 2_000 + Fixtures.LEASE, ReserveResult.Replaced.EXPIRED_KEY));
+    assertThat(atOldWindow).isZero();
+    assertThat(afterLease).isEqualTo(1);
+    assertThat(heard).containsExactly("shop-orders/dedup " + key("k") + " lease");
+    assertThat(store.commit(commit(ORDERS, key("k"), second, now + 3_000)))
+        .isEqualTo(SettleResult.STALE);
+    store.close();
+    assertThat(RawDb.countScopeKeys(dir, Handles.CF_ENTRIES, ORDERS)).isZero();
+    assertThat(RawDb.countScopeKeys(dir, Handles.CF_EXPIRY, ORDERS)).isZero();
+  }
+
+  @Test
   void clearRemovesOnlyItsScopeIncludingExpiryIndexEntries() throws Exception {
     // given: keys in two scopes, each with an expiry-index entry, one scope also with keys kept
     // forever (no index entry)
@@ -186,7 +292,9 @@ class RocksDbDedupStoreTest {
     store.close();
     assertThat(RawDb.countScopeKeys(dir, Handles.CF_ENTRIES, ORDERS)).isZero();
     assertThat(RawDb.countScopeKeys(dir, Handles.CF_EXPIRY, ORDERS)).isZero();
-    assertThat(RawDb.countScopeKeys(dir, Handles.CF_EXPIRY, REFUNDS)).isEqualTo(1);
+    // The reservation in REFUNDS is in memory only: nothing of it is on disk.
+    assertThat(RawDb.countScopeKeys(dir, Handles.CF_ENTRIES, REFUNDS)).isZero();
+    assertThat(RawDb.countScopeKeys(dir, Handles.CF_EXPIRY, REFUNDS)).isZero();
   }
 
   @Test
