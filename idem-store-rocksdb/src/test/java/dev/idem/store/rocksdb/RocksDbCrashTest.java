@@ -8,6 +8,9 @@ import dev.idem.DedupKey;
 import dev.idem.StoreException;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxRecord;
+import dev.idem.spi.ReserveRequest;
+import dev.idem.spi.ReserveResult;
+import dev.idem.spi.Ttl;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -97,7 +100,85 @@ class RocksDbCrashTest {
         }
         // Entries appended by commits that never returned may be there too: that is allowed.
         assertThat(inOutbox).as("messages appended with a returned commit").containsAll(enqueued);
+        // The keys each writer had in flight at the kill (the first it had not reported, and the
+        // next, as its last line may be torn) are free at once: reservations die with the process.
+        for (int t = 0; t < THREADS; t++) {
+          long i = 0;
+          while (committed.contains(CrashStorm.key(round, t, i))) {
+            i++;
+          }
+          for (long j = i; j < i + 2; j++) {
+            DedupKey k = CrashStorm.key(round, t, j);
+            ReserveResult retry =
+                store.reserve(
+                    new ReserveRequest(CrashStorm.SCOPE, k, null, -1 - j, now, 60_000, Ttl.NONE));
+            assertThat(retry)
+                .as("the retry of writer %d's key %d after the restart", t, j)
+                .isInstanceOfAny(ReserveResult.Acquired.class, ReserveResult.Duplicate.class);
+          }
+        }
       }
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Durability.class)
+  void reservationsHeldAtASigkillAreFreeAtOnceAfterTheRestart(Durability durability)
+      throws Exception {
+    // given: a child JVM holding reservations with a five-minute lease, its other keys committed
+    int pairs = 200;
+    Path stderr = Files.createTempFile(logs, "reservation-holder", ".err");
+    Process child =
+        new ProcessBuilder(
+                javaBinary(),
+                "-Xmx128m",
+                "-cp",
+                System.getProperty("java.class.path"),
+                ReservationHolder.class.getName(),
+                dir.toString(),
+                durability.name(),
+                Integer.toString(pairs))
+            .redirectError(stderr.toFile())
+            .start();
+    ConcurrentLinkedQueue<String> lines = readLines(child);
+    try {
+      await().atMost(Duration.ofMinutes(2)).until(() -> lines.contains("HELD") || !child.isAlive());
+      assertThat(lines).as("the holder's stderr: %s", Files.readString(stderr)).contains("HELD");
+    } finally {
+      // when
+      child.destroyForcibly();
+      assertThat(child.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    }
+    assertThat(child.exitValue()).isEqualTo(137);
+
+    // then: well within the dead holder's lease, every key it held is absent and acquired at once,
+    // and every key it committed is a duplicate
+    try (RocksDbDedupStore store =
+        RocksDbDedupStore.builder(dir)
+            .durability(durability)
+            .sweepInterval(Duration.ZERO)
+            .build()) {
+      long now = System.currentTimeMillis();
+      List<String> wrong = new ArrayList<>();
+      for (long i = 0; i < 2L * pairs; i++) {
+        DedupKey k = ReservationHolder.key(i);
+        KeyState state = store.inspect(ReservationHolder.SCOPE, k, now);
+        ReserveResult retry =
+            store.reserve(
+                new ReserveRequest(
+                    ReservationHolder.SCOPE, k, null, 1_000_000 + i, now, 60_000, Ttl.NONE));
+        boolean ok =
+            i % 2 == 0
+                ? state instanceof KeyState.Committed && retry instanceof ReserveResult.Duplicate
+                : state.equals(KeyState.ABSENT)
+                    && retry.equals(
+                        new ReserveResult.Acquired(
+                            1_000_000 + i, now + 60_000, ReserveResult.Replaced.NOTHING));
+        if (!ok) {
+          wrong.add(i + ": " + state + " / " + retry);
+        }
+      }
+      assertThat(wrong).as("keys answered otherwise than the restart allows").isEmpty();
     }
   }
 
@@ -118,6 +199,32 @@ class RocksDbCrashTest {
       storm.process.destroyForcibly();
       storm.process.waitFor(60, TimeUnit.SECONDS);
     }
+  }
+
+  private static String javaBinary() {
+    return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+  }
+
+  /** Collects a child's stdout lines on a daemon thread until its pipe closes. */
+  private static ConcurrentLinkedQueue<String> readLines(Process process) {
+    ConcurrentLinkedQueue<String> lines = new ConcurrentLinkedQueue<>();
+    Thread reader =
+        new Thread(
+            () -> {
+              try (BufferedReader in =
+                  new BufferedReader(
+                      new InputStreamReader(process.getInputStream(), StandardCharsets.US_ASCII))) {
+                for (String line = in.readLine(); line != null; line = in.readLine()) {
+                  lines.add(line);
+                }
+              } catch (java.io.IOException e) {
+                // The pipe closes when the child dies; what was read is what counts.
+              }
+            },
+            "crash-test-reader");
+    reader.setDaemon(true);
+    reader.start();
+    return lines;
   }
 
   /** A running child storm and the lines it printed. */
