@@ -173,7 +173,7 @@ final class Writer implements AutoCloseable {
       }
       if (groupBatch.count() > 0) {
         // Written unsynced, then synced apart: a synced write would hold RocksDB's write queue
-        // for the whole sync, stalling every unsynced write (reservations, outbox bookkeeping)
+        // for the whole sync, stalling every unsynced write (sliding refreshes, outbox bookkeeping)
         // behind it; SyncWAL lets them proceed while the WAL is being synced.
         db.write(buffered, groupBatch);
       }
