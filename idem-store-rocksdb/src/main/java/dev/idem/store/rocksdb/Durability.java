@@ -1,8 +1,8 @@
 package dev.idem.store.rocksdb;
 
 /**
- * When a write (a commit, forget, clear, an outbox append or acknowledgement) counts as done, and so
- * what a crash can take back. In-flight reservations are never written in any mode: they live in
+ * When a write (a commit, forget, clear, an outbox append or acknowledgement) counts as done, and
+ * so what a crash can take back. In-flight reservations are never written in any mode: they live in
  * the process's memory and die with it, so a restart starts with none.
  *
  * <p>Every write first goes to RocksDB's write-ahead log (WAL); the modes differ only in whether,
