@@ -97,7 +97,8 @@ class RocksDbDedupStoreTest {
     store.commit(commit(ORDERS, plain, t2, now, Ttl.NONE, null));
     store.reserve(reserve(ORDERS, held, t3, now));
 
-    // when
+    // when: closed and opened again in this process (the in-flight key's holder still runs here;
+    // a new process would start with no reservations, see RocksDbCrashTest)
     store = reopen(store);
 
     // then
