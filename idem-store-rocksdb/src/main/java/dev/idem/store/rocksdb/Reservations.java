@@ -4,6 +4,8 @@ import dev.idem.DedupKey;
 import dev.idem.Scope;
 import dev.idem.spi.StoredEntry;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -32,12 +34,13 @@ import org.jspecify.annotations.Nullable;
  * predecessor's reservations over ({@link #handOver} / {@link #takeOver}): their holders may still
  * be running, and the contract says a reopen keeps them. The directory's RocksDB lock orders the
  * two (the closing store hands over before it releases the lock; the opening one takes over after
- * it acquired it). A new process finds nothing to take over.
+ * it acquired it). The hand-over is refused if the directory now holds another database, or if
+ * anything wrote to it in between (another process opened it): the reservations would then no
+ * longer match what is stored. A new process finds nothing to take over.
  */
 final class Reservations {
   /** Reservations of closed stores, by the real path of their directory, for the next open. */
-  private static final ConcurrentHashMap<Path, Reservations> HANDED_OVER =
-      new ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<Path, HandedOver> HANDED_OVER = new ConcurrentHashMap<>();
 
   private final Stripe[] stripes;
 
@@ -49,16 +52,20 @@ final class Reservations {
   }
 
   /**
-   * Returns the reservations a store closed earlier in this process left for {@code directory}, or
-   * an empty table.
+   * Returns the reservations a store closed earlier in this process left for {@code directory}, if
+   * the directory still holds the same database, unchanged since; else an empty table.
    *
    * @param directory the store's directory, open (and so locked) by the caller
+   * @param sequence the database's latest sequence number, before the caller wrote anything
    * @param stripeCount the caller's number of lock stripes
    */
-  static Reservations takeOver(Path directory, int stripeCount) {
-    Reservations previous = HANDED_OVER.remove(identity(directory));
-    if (previous != null && previous.stripes.length == stripeCount) {
-      return previous;
+  static Reservations takeOver(Path directory, long sequence, int stripeCount) {
+    HandedOver previous = HANDED_OVER.remove(realPath(directory));
+    if (previous != null
+        && previous.reservations.stripes.length == stripeCount
+        && previous.sequence == sequence
+        && previous.database.equals(databaseIdentity(directory))) {
+      return previous.reservations;
     }
     return new Reservations(stripeCount);
   }
@@ -66,10 +73,13 @@ final class Reservations {
   /**
    * Leaves these reservations for the next store opened on {@code directory} in this process.
    * Called by a closing store once no operation runs, before it releases the directory.
+   *
+   * @param sequence the database's latest sequence number, after the store's last write
    */
-  void handOver(Path directory) {
+  void handOver(Path directory, long sequence) {
     if (!isEmpty()) {
-      HANDED_OVER.put(identity(directory), this);
+      HANDED_OVER.put(
+          realPath(directory), new HandedOver(this, databaseIdentity(directory), sequence));
     }
   }
 
@@ -128,7 +138,7 @@ final class Reservations {
     return true;
   }
 
-  private static Path identity(Path directory) {
+  private static Path realPath(Path directory) {
     try {
       return directory.toRealPath();
     } catch (IOException e) {
@@ -136,6 +146,19 @@ final class Reservations {
       return directory.toAbsolutePath().normalize();
     }
   }
+
+  /** RocksDB's IDENTITY file: a unique id written when the database was created. */
+  private static String databaseIdentity(Path directory) {
+    try {
+      return Files.readString(directory.resolve("IDENTITY"), StandardCharsets.US_ASCII).strip();
+    } catch (IOException e) {
+      // No identity to compare: the sequence number check still applies.
+      return "";
+    }
+  }
+
+  /** Reservations left by a closed store, with what identifies the database state they match. */
+  private record HandedOver(Reservations reservations, String database, long sequence) {}
 
   /** A reservation removed by {@link #removeIf}. */
   record Removed(Scope scope, DedupKey key, StoredEntry entry) {}

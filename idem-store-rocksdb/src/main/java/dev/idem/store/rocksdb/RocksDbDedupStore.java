@@ -132,7 +132,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     this.outboxSeq = new AtomicLong(handles.outboxIdLimit);
     // After Handles.open: this process holds the directory's lock, so a store closed on it
     // earlier in this process has already handed its reservations over.
-    this.reservations = Reservations.takeOver(config.directory(), STRIPES);
+    this.reservations =
+        Reservations.takeOver(config.directory(), db.getLatestSequenceNumber(), STRIPES);
   }
 
   /**
@@ -535,7 +536,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
       }
     }
     // Before the directory's lock is released, so the next open in this process finds them.
-    reservations.handOver(config.directory());
+    reservations.handOver(config.directory(), db.getLatestSequenceNumber());
     handles.close(description);
   }
 

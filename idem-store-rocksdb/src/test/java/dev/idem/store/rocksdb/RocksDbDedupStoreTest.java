@@ -156,6 +156,39 @@ class RocksDbDedupStoreTest {
   }
 
   @Test
+  void reservationsAreNotHandedToADatabaseRecreatedAtTheSamePathOrChangedMeanwhile()
+      throws Exception {
+    // given: a reservation held when its store closed, then the directory replaced by a new
+    // database; and another one held when its store closed, then the database written by another
+    // program before the reopen
+    long now = clock.wallMillis();
+    RocksDbDedupStore first = open();
+    first.reserve(reserve(ORDERS, key("recreated"), token(), now));
+    first.close();
+    deleteRecursively(dir);
+    RocksDbDedupStore second = open();
+    second.reserve(reserve(ORDERS, key("changed"), token(), now));
+    second.close();
+    RawDb.put(
+        dir, Handles.CF_DEFAULT, "someone else".getBytes(StandardCharsets.UTF_8), new byte[0]);
+
+    // when
+    RocksDbDedupStore third = open();
+
+    // then: neither reservation comes back (nor does the first, through the second)
+    assertThat(third.inspect(ORDERS, key("recreated"), now + 1)).isEqualTo(KeyState.ABSENT);
+    assertThat(third.inspect(ORDERS, key("changed"), now + 1)).isEqualTo(KeyState.ABSENT);
+  }
+
+  private static void deleteRecursively(Path root) throws java.io.IOException {
+    try (var paths = Files.walk(root)) {
+      for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        Files.delete(p);
+      }
+    }
+  }
+
+  @Test
   void anInFlightEntryStoredByAnEarlierProcessReadsAsAbsentAndIsReplacedAtOnce() throws Exception {
     // given: an in-flight entry with a five-minute lease on disk, as a store that wrote
     // reservations left it at a crash (its holder died with that process)
