@@ -285,6 +285,15 @@ public final class Deduplicator {
   }
 
   private ReserveRequest request(DedupKey key, @Nullable Fingerprint fingerprint, long now) {
+    // The fencing token must only differ from the token of any other reservation of the same key
+    // that could still settle; it is not a secret (it never leaves the process through the facade).
+    // ThreadLocalRandom costs a few instructions on the calling thread's own seed, with no shared
+    // state (a counter shared by all threads would be one more contended cache line per event) and
+    // no system call. Each thread's sequence is a bijection of a 64-bit counter, so one thread
+    // never
+    // repeats a token within 2^64 draws; two threads' sequences start from seeds spread by
+    // ThreadLocalRandom's seeder, and two reservations of one key get equal tokens with probability
+    // 2^-64.
     long token;
     do {
       token = ThreadLocalRandom.current().nextLong();

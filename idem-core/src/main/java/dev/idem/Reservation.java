@@ -5,7 +5,6 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Instant;
 import java.util.List;
-import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -128,7 +127,14 @@ public final class Reservation {
    */
   public Settlement commit(byte @Nullable [] result) {
     begin();
-    return finish(() -> owner.settleCommit(this, result));
+    Settlement s;
+    try {
+      s = owner.settleCommit(this, result);
+    } catch (RuntimeException e) {
+      reopen();
+      throw e;
+    }
+    return complete(s);
   }
 
   /**
@@ -150,7 +156,14 @@ public final class Reservation {
     }
     owner.outbox(); // fails before settling if there is no outbox
     begin();
-    return finish(() -> owner.settleCommitAndEnqueue(this, messages));
+    Settlement s;
+    try {
+      s = owner.settleCommitAndEnqueue(this, messages);
+    } catch (RuntimeException e) {
+      reopen();
+      throw e;
+    }
+    return complete(s);
   }
 
   /**
@@ -162,7 +175,14 @@ public final class Reservation {
    */
   public Settlement release() {
     begin();
-    return finish(() -> owner.settleRelease(this));
+    Settlement s;
+    try {
+      s = owner.settleRelease(this);
+    } catch (RuntimeException e) {
+      reopen();
+      throw e;
+    }
+    return complete(s);
   }
 
   /**
@@ -188,16 +208,9 @@ public final class Reservation {
     }
   }
 
-  private Settlement finish(Supplier<Settlement> action) {
-    Settlement s;
-    try {
-      s = action.get();
-    } catch (RuntimeException e) {
-      reopen();
-      throw e;
-    }
-    return complete(s);
-  }
+  // The settle methods repeat the same try/catch instead of sharing a helper that takes a lambda:
+  // that helper's call site sees three lambdas, is not inlined, and each settlement would allocate
+  // its lambda.
 
   /** Reopens a handle whose settlement failed (unavailable store), so it may be retried. */
   void reopen() {

@@ -39,9 +39,12 @@ import org.apache.camel.support.processor.idempotent.MemoryIdempotentRepository;
  *
  * <p>Work per operation is the same as in {@link MemoryStoreBenchmark}: keys precomputed per thread
  * in a cache-resident ring (SHA-256 digests for Idem, the strings they digest for Camel), both
- * bounded to {@code MAX_KEYS} and evicting on every insert once full. Idem is measured three ways:
+ * bounded to {@code MAX_KEYS} and evicting on every insert once full. Idem is measured four ways:
  * the {@link Deduplicator} facade on the system clock, the facade on {@link TimeSource#coarse()},
- * and the store SPI alone. The first two rounds warm up and are not counted.
+ * the store SPI alone, and ({@code idem-own-store}) the facade with a store of its own per thread.
+ * The last one shares nothing between the threads, so its ratio to {@code idem-facade} is what the
+ * threads pay for sharing one scope's stripes (monitors and cache lines); with one thread the two
+ * are the same work. The first two rounds warm up and are not counted.
  */
 public final class MemoryStoreAlternating {
   private static final int UNIQUE = MemoryStoreBenchmark.UNIQUE;
@@ -50,6 +53,8 @@ public final class MemoryStoreAlternating {
   private final MemoryDedupStore store;
   private final Deduplicator facade;
   private final Deduplicator coarse;
+  private final MemoryDedupStore[] ownStores;
+  private final Deduplicator[] own;
   private final IdempotentRepository camel;
   private final Ttl ttl;
   private final long lease;
@@ -62,6 +67,12 @@ public final class MemoryStoreAlternating {
     facade = Deduplicator.builder(store, Scope.of("alt-facade")).build();
     coarse =
         Deduplicator.builder(store, Scope.of("alt-coarse")).timeSource(TimeSource.coarse()).build();
+    ownStores = new MemoryDedupStore[threads];
+    own = new Deduplicator[threads];
+    for (int t = 0; t < threads; t++) {
+      ownStores[t] = MemoryDedupStore.builder().maxKeysPerScope(maxKeys).build();
+      own[t] = Deduplicator.builder(ownStores[t], Scope.of("alt-facade")).build();
+    }
     camel = MemoryIdempotentRepository.memoryIdempotentRepository(maxKeys);
     ttl = dev.idem.DedupConfig.ofDefaults().storeTtl();
     lease = dev.idem.DedupConfig.ofDefaults().lease().toMillis();
@@ -103,6 +114,7 @@ public final class MemoryStoreAlternating {
         });
     contenders.put("idem-facade", (t, i, token) -> settle(facade.reserve(keys[t][i])));
     contenders.put("idem-coarse", (t, i, token) -> settle(coarse.reserve(keys[t][i])));
+    contenders.put("idem-own-store", (t, i, token) -> settle(own[t].reserve(keys[t][i])));
     contenders.put(
         "idem-spi",
         (t, i, token) -> {
@@ -120,8 +132,10 @@ public final class MemoryStoreAlternating {
     Map<String, List<Double>> ratios = new LinkedHashMap<>();
     Map<String, List<Double>> rates = new LinkedHashMap<>();
     contenders.keySet().forEach(name -> rates.put(name, new ArrayList<>()));
+    List<Double> sharing = new ArrayList<>();
     for (int round = 1; round <= WARMUP_ROUNDS + rounds; round++) {
       double camelRate = 0;
+      double facadeRate = 0;
       StringBuilder line = new StringBuilder();
       for (Map.Entry<String, Contender> c : contenders.entrySet()) {
         double rate = slot(c.getValue(), threads, slotMillis);
@@ -130,6 +144,11 @@ public final class MemoryStoreAlternating {
           continue;
         }
         rates.get(c.getKey()).add(rate);
+        if (c.getKey().equals("idem-facade")) {
+          facadeRate = rate;
+        } else if (c.getKey().equals("idem-own-store")) {
+          sharing.add(facadeRate / rate);
+        }
         if (c.getKey().equals("camel")) {
           camelRate = rate;
         } else {
@@ -152,7 +171,13 @@ public final class MemoryStoreAlternating {
           "ratio %-12s / camel: median %.2f (lowest %.2f, highest %.2f over %d rounds)%n",
           r.getKey(), median(r.getValue()), sorted[0], sorted[sorted.length - 1], sorted.length);
     }
+    System.out.printf(
+        "ratio idem-facade / idem-own-store (one shared store / a store per thread): median %.2f%n",
+        median(sharing));
     store.close();
+    for (MemoryDedupStore s : ownStores) {
+      s.close();
+    }
   }
 
   private static void settle(Decision d) {

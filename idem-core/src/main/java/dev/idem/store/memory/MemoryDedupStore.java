@@ -194,6 +194,9 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    */
   @Override
   public ReserveResult reserve(ReserveRequest request) {
+    // Kept small, and handing only the request's parts to the segment, so that the JIT inlines it
+    // into the caller and neither the request nor an Acquired answer is allocated (see
+    // Segment#reserve).
     DedupKey key = request.key();
     long w0 = key.word(0);
     long w1 = key.word(1);
@@ -208,7 +211,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
         synchronized (seg) {
           if (!seg.retired) {
             try {
-              return seg.reserve(h, w0, w1, w2, w3, request);
+              return reserveIn(seg, h, w0, w1, w2, w3, request);
             } finally {
               events = seg.drainEvents();
             }
@@ -224,6 +227,18 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     }
   }
 
+  /** Applies a reserve to the segment of its key, under the segment's monitor. */
+  private static ReserveResult reserveIn(
+      Segment seg, long h, long w0, long w1, long w2, long w3, ReserveRequest r) {
+    long token = r.token();
+    long leaseUntil = r.leaseUntil();
+    int code =
+        seg.reserve(h, w0, w1, w2, w3, token, r.nowMillis(), leaseUntil, r.fingerprint(), r.ttl());
+    return code == Segment.ANSWERED
+        ? seg.takeAnswer()
+        : new ReserveResult.Acquired(token, leaseUntil, Segment.replaced(code));
+  }
+
   /**
    * {@inheritDoc}
    *
@@ -233,7 +248,45 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    */
   @Override
   public SettleResult commit(CommitRequest request) {
-    return commit(request, null);
+    DedupKey key = request.key();
+    long w0 = key.word(0);
+    long w1 = key.word(1);
+    long w2 = key.word(2);
+    long w3 = key.word(3);
+    long h = Segment.hash(w0, w1, w2, w3);
+    byte[] result = copy(request.result());
+    Scope scope = request.scope();
+    Segment seg = segment(scope, h);
+    while (true) {
+      synchronized (seg) {
+        if (!seg.retired) {
+          return applied(commitIn(seg, h, w0, w1, w2, w3, request, result));
+        }
+      }
+      seg = segmentAgain(scope, h);
+    }
+  }
+
+  /**
+   * Applies a commit to the segment of its key, under the segment's monitor.
+   *
+   * @return as {@link Segment#commit}: null for an idempotent repeat
+   */
+  private static @Nullable SettleResult commitIn(
+      Segment seg,
+      long h,
+      long w0,
+      long w1,
+      long w2,
+      long w3,
+      CommitRequest c,
+      byte @Nullable [] result) {
+    long now = c.nowMillis();
+    return seg.commit(h, w0, w1, w2, w3, c.token(), now, c.ttl().expiresAt(now), result);
+  }
+
+  private static SettleResult applied(@Nullable SettleResult s) {
+    return s == null ? SettleResult.APPLIED : s;
   }
 
   /**
@@ -254,7 +307,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     while (true) {
       synchronized (seg) {
         if (!seg.retired) {
-          return seg.release(h, w0, w1, w2, w3, request);
+          return seg.release(h, w0, w1, w2, w3, request.token(), request.nowMillis());
         }
       }
       seg = segmentAgain(scope, h);
@@ -341,7 +394,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    */
   @Override
   public List<ReserveResult> reserveAll(List<ReserveRequest> requests) {
-    return batch(requests, ReserveRequest::scope, ReserveRequest::key, Segment::reserve);
+    return batch(requests, ReserveRequest::scope, ReserveRequest::key, MemoryDedupStore::reserveIn);
   }
 
   /**
@@ -358,10 +411,8 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
         requests,
         CommitRequest::scope,
         CommitRequest::key,
-        (seg, h, w0, w1, w2, w3, c) -> {
-          SettleResult s = seg.commit(h, w0, w1, w2, w3, c, copy(c.result()));
-          return s == null ? SettleResult.APPLIED : s;
-        });
+        (seg, h, w0, w1, w2, w3, c) ->
+            applied(commitIn(seg, h, w0, w1, w2, w3, c, copy(c.result()))));
   }
 
   /**
@@ -374,7 +425,11 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    */
   @Override
   public List<SettleResult> releaseAll(List<ReleaseRequest> requests) {
-    return batch(requests, ReleaseRequest::scope, ReleaseRequest::key, Segment::release);
+    return batch(
+        requests,
+        ReleaseRequest::scope,
+        ReleaseRequest::key,
+        (seg, h, w0, w1, w2, w3, r) -> seg.release(h, w0, w1, w2, w3, r.token(), r.nowMillis()));
   }
 
   /** One request applied to the stripe that holds its key, under the stripe's monitor. */
@@ -619,7 +674,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     if (messages.isEmpty()) {
       throw new IllegalArgumentException("commitAndEnqueue needs at least one message");
     }
-    return commit(commit, List.copyOf(messages));
+    return commitAndEnqueueCopied(commit, List.copyOf(messages));
   }
 
   /**
@@ -704,7 +759,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
 
   // ---------------------------------------------------------------------------------------------
 
-  private SettleResult commit(CommitRequest c, @Nullable List<OutboxMessage> messages) {
+  private SettleResult commitAndEnqueueCopied(CommitRequest c, List<OutboxMessage> messages) {
     DedupKey key = c.key();
     long w0 = key.word(0);
     long w1 = key.word(1);
@@ -712,26 +767,23 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     long w3 = key.word(3);
     long h = Segment.hash(w0, w1, w2, w3);
     byte[] result = copy(c.result());
-    OutboxQueue[] queues = null;
-    if (messages != null) {
-      queues = new OutboxQueue[messages.size()];
-      for (int i = 0; i < queues.length; i++) {
-        queues[i] = queue(messages.get(i).queue());
-      }
+    OutboxQueue[] queues = new OutboxQueue[messages.size()];
+    for (int i = 0; i < queues.length; i++) {
+      queues[i] = queue(messages.get(i).queue());
     }
     Scope scope = c.scope();
     Segment seg = segment(scope, h);
     while (true) {
       synchronized (seg) {
         if (!seg.retired) {
-          SettleResult s = seg.commit(h, w0, w1, w2, w3, c, result);
-          if (s == SettleResult.APPLIED && queues != null) {
+          SettleResult s = commitIn(seg, h, w0, w1, w2, w3, c, result);
+          if (s == SettleResult.APPLIED) {
             for (int i = 0; i < queues.length; i++) {
               OutboxMessage m = messages.get(i);
               queues[i].append(m.key(), m.payload(), c.nowMillis());
             }
           }
-          return s == null ? SettleResult.APPLIED : s;
+          return applied(s);
         }
       }
       seg = segmentAgain(scope, h);

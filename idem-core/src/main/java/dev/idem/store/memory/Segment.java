@@ -5,10 +5,7 @@ import dev.idem.Expiry;
 import dev.idem.Fingerprint;
 import dev.idem.Scope;
 import dev.idem.StoreException;
-import dev.idem.spi.CommitRequest;
 import dev.idem.spi.KeyState;
-import dev.idem.spi.ReleaseRequest;
-import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
 import dev.idem.spi.SettleResult;
 import dev.idem.spi.Ttl;
@@ -105,6 +102,21 @@ final class Segment {
 
   private @Nullable List<StoreEvent> events;
 
+  /** The answer of the last {@link #reserve} that returned {@link #ANSWERED}, until taken. */
+  private @Nullable ReserveResult answer;
+
+  /** {@link #reserve} acquired the key, which was absent. */
+  static final int ACQUIRED = 0;
+
+  /** {@link #reserve} acquired the key by taking over its reservation, whose lease ran out. */
+  static final int ACQUIRED_EXPIRED_LEASE = 1;
+
+  /** {@link #reserve} acquired the key by taking over its committed entry, whose TTL ran out. */
+  static final int ACQUIRED_EXPIRED_KEY = 2;
+
+  /** {@link #reserve} did not acquire the key; {@link #takeAnswer()} returns why. */
+  static final int ANSWERED = 3;
+
   /**
    * Creates an empty segment.
    *
@@ -131,10 +143,29 @@ final class Segment {
   // ---------------------------------------------------------------------------------------------
   // Operations (the transitions of DedupStateMachine, applied in place)
 
-  ReserveResult reserve(long h, long w0, long w1, long w2, long w3, ReserveRequest r) {
-    long now = r.nowMillis();
+  /**
+   * Applies a reserve. Takes the request's parts rather than the request, and answers an
+   * acquisition with a code rather than a result, so that the caller, which builds the result from
+   * values it already has, is small enough to be inlined into its own caller: then neither the
+   * request nor the result escapes, and the JIT removes both allocations.
+   *
+   * @return {@link #ACQUIRED}, {@link #ACQUIRED_EXPIRED_LEASE} or {@link #ACQUIRED_EXPIRED_KEY} if
+   *     the key is now held with {@code token} until {@code leaseUntil}; otherwise {@link
+   *     #ANSWERED}, and {@link #takeAnswer()} returns the answer
+   */
+  int reserve(
+      long h,
+      long w0,
+      long w1,
+      long w2,
+      long w3,
+      long token,
+      long now,
+      long leaseUntil,
+      @Nullable Fingerprint given,
+      Ttl ttl) {
     int s = find(h, w0, w1, w2, w3);
-    ReserveResult.Replaced replaced = ReserveResult.Replaced.NOTHING;
+    int acquired = ACQUIRED;
     if (s != 0) {
       long[] l = longPages[s >>> PAGE_SHIFT];
       int b = (s & PAGE_MASK) * LONGS;
@@ -142,15 +173,13 @@ final class Segment {
       boolean committed = isCommitted(s);
       if (now < deadline) {
         if (!committed) {
-          return new ReserveResult.InFlight(deadline);
+          return answer(new ReserveResult.InFlight(deadline));
         }
         Object extra = extra(s);
         Fingerprint stored = fingerprintOf(extra);
-        Fingerprint given = r.fingerprint();
         if (stored != null && given != null && !stored.equals(given)) {
-          return new ReserveResult.Conflict(l[b + SINCE]);
+          return answer(new ReserveResult.Conflict(l[b + SINCE]));
         }
-        Ttl ttl = r.ttl();
         if (ttl.expiry() == Expiry.SLIDING && ttl.expires()) {
           long refreshed = ttl.expiresAt(now);
           if (refreshed != deadline) {
@@ -162,11 +191,10 @@ final class Segment {
           }
         }
         moveToTail(s, COMMITTED);
-        return new ReserveResult.Duplicate(l[b + SINCE], deadline, resultOf(extra));
+        return answer(new ReserveResult.Duplicate(l[b + SINCE], deadline, resultOf(extra)));
       }
       // Dead: the key is absent; take the slot over in place.
-      replaced =
-          committed ? ReserveResult.Replaced.EXPIRED_KEY : ReserveResult.Replaced.EXPIRED_LEASE;
+      acquired = committed ? ACQUIRED_EXPIRED_KEY : ACQUIRED_EXPIRED_LEASE;
       unlinkRecency(s);
     } else {
       s = count >= maxKeys ? makeRoom(now) : 0;
@@ -189,47 +217,77 @@ final class Segment {
         rehash(((table.length + 4) << 1) - 4);
       }
     }
-    long leaseUntil = r.leaseUntil();
     long[] l = longPages[s >>> PAGE_SHIFT];
     int b = (s & PAGE_MASK) * LONGS;
     l[b + DEADLINE] = leaseUntil;
-    l[b + TOKEN] = r.token();
+    l[b + TOKEN] = token;
     l[b + SINCE] = now;
     setCommitted(s, false);
-    setExtra(s, r.fingerprint());
+    setExtra(s, given);
     linkTail(s, IN_FLIGHT);
     if (leaseUntil < inFlightFloor) {
       inFlightFloor = leaseUntil;
     }
-    return new ReserveResult.Acquired(r.token(), leaseUntil, replaced);
+    return acquired;
+  }
+
+  private int answer(ReserveResult result) {
+    answer = result;
+    return ANSWERED;
+  }
+
+  /** Returns (and forgets) the answer of the last {@link #reserve} that returned ANSWERED. */
+  ReserveResult takeAnswer() {
+    ReserveResult a = answer;
+    if (a == null) {
+      throw new IllegalStateException("no reserve answer to take");
+    }
+    answer = null;
+    return a;
+  }
+
+  /** Returns what an acquisition code of {@link #reserve} took over. */
+  static ReserveResult.Replaced replaced(int code) {
+    return code == ACQUIRED
+        ? ReserveResult.Replaced.NOTHING
+        : code == ACQUIRED_EXPIRED_LEASE
+            ? ReserveResult.Replaced.EXPIRED_LEASE
+            : ReserveResult.Replaced.EXPIRED_KEY;
   }
 
   /**
    * Applies a commit.
    *
+   * @param deadline when the committed entry expires (the TTL applied to {@code now})
    * @param result the result to store (already copied by the caller), or null
    * @return {@link SettleResult#APPLIED} when the entry changed from in flight to committed, {@code
    *     null} for an idempotent repeat (applied, no change), {@link SettleResult#STALE} otherwise
    */
   @Nullable SettleResult commit(
-      long h, long w0, long w1, long w2, long w3, CommitRequest c, byte @Nullable [] result) {
+      long h,
+      long w0,
+      long w1,
+      long w2,
+      long w3,
+      long token,
+      long now,
+      long deadline,
+      byte @Nullable [] result) {
     int s = find(h, w0, w1, w2, w3);
     if (s == 0) {
       return SettleResult.STALE;
     }
     long[] l = longPages[s >>> PAGE_SHIFT];
     int b = (s & PAGE_MASK) * LONGS;
-    if (l[b + TOKEN] != c.token()) {
+    if (l[b + TOKEN] != token) {
       return SettleResult.STALE;
     }
-    long now = c.nowMillis();
     if (now >= l[b + DEADLINE]) {
       return SettleResult.STALE;
     }
     if (isCommitted(s)) {
       return null; // a retried commit with the token that committed: applied, nothing changes
     }
-    long deadline = c.ttl().expiresAt(now);
     l[b + DEADLINE] = deadline;
     l[b + SINCE] = now;
     setCommitted(s, true);
@@ -244,14 +302,14 @@ final class Segment {
     return SettleResult.APPLIED;
   }
 
-  SettleResult release(long h, long w0, long w1, long w2, long w3, ReleaseRequest r) {
+  SettleResult release(long h, long w0, long w1, long w2, long w3, long token, long now) {
     int s = find(h, w0, w1, w2, w3);
     if (s == 0 || isCommitted(s)) {
       return SettleResult.STALE;
     }
     long[] l = longPages[s >>> PAGE_SHIFT];
     int b = (s & PAGE_MASK) * LONGS;
-    if (l[b + TOKEN] != r.token() || r.nowMillis() >= l[b + DEADLINE]) {
+    if (l[b + TOKEN] != token || now >= l[b + DEADLINE]) {
       return SettleResult.STALE;
     }
     remove(s, h, true);
@@ -306,7 +364,11 @@ final class Segment {
   /** Hands over the events recorded since the last call (null if none). */
   @Nullable List<StoreEvent> drainEvents() {
     List<StoreEvent> e = events;
-    events = null;
+    if (e != null) {
+      // Only then: an unconditional write would make every operation dirty the cache line that
+      // holds this segment's table and page references, which the other threads then miss on.
+      events = null;
+    }
     return e;
   }
 
