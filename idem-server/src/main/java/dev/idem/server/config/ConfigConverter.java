@@ -135,11 +135,18 @@ final class ConfigConverter {
     }
   }
 
+  /** A duration no longer than {@link Durations#MAX}. */
   private @Nullable Duration duration(@Nullable String text, String path, Duration fallback) {
+    return duration(text, path, fallback, Durations.MAX);
+  }
+
+  /** A duration no longer than the field's bound {@code max}. */
+  private @Nullable Duration duration(
+      @Nullable String text, String path, Duration fallback, Duration max) {
     if (text == null) {
       return fallback;
     }
-    return orNull(() -> Durations.parse(text), path);
+    return orNull(() -> Durations.parse(text, max), path);
   }
 
   private <E extends Enum<E> & ConfigName> @Nullable E enumValue(
@@ -397,20 +404,74 @@ final class ConfigConverter {
           "'" + s.scheme + "' is not allowed; use stripe, github, shopify or standard");
       return null;
     }
-    if (s.secret == null || s.secret.isBlank()) {
-      problem(
-          at + ".secret",
-          "is required; set the "
-              + scheme.configName()
-              + " signing secret, e.g. secret: \"${WEBHOOK_SECRET}\"");
-      return null;
-    }
+    List<String> secrets = secrets(s, scheme, at);
     Duration tolerance =
-        duration(s.tolerance, at + ".tolerance", SignatureSettings.DEFAULT_TOLERANCE);
-    if (tolerance == null) {
+        duration(
+            s.tolerance,
+            at + ".tolerance",
+            SignatureSettings.DEFAULT_TOLERANCE,
+            SignatureSettings.MAX_TOLERANCE);
+    if (tolerance == null || secrets == null) {
       return null;
     }
-    return orNull(() -> new SignatureSettings(scheme, s.secret, tolerance), at + ".tolerance");
+    return orNull(() -> new SignatureSettings(scheme, secrets, tolerance), at + ".tolerance");
+  }
+
+  /** Exactly one of {@code secret} and {@code secrets}; each secret checked for the scheme. */
+  private @Nullable List<String> secrets(SignatureProperties s, SignatureScheme scheme, String at) {
+    if (s.secret != null && s.secrets != null) {
+      problem(
+          at + ".secrets",
+          "give secret or secrets, not both (secrets: [new, old] during a roll, then secret: new)");
+      return null;
+    }
+    if (s.secrets == null) {
+      if (s.secret == null || s.secret.isBlank()) {
+        problem(
+            at + ".secret",
+            "is required; set the "
+                + scheme.configName()
+                + " signing secret, e.g. secret: \"${WEBHOOK_SECRET}\"");
+        return null;
+      }
+      return checked(scheme, s.secret, at + ".secret") ? List.of(s.secret) : null;
+    }
+    if (s.secrets.isEmpty()) {
+      problem(at + ".secrets", "is empty; list the new secret and the old one, e.g. [new, old]");
+      return null;
+    }
+    if (s.secrets.size() > SignatureSettings.MAX_SECRETS) {
+      problem(
+          at + ".secrets",
+          "has "
+              + s.secrets.size()
+              + " entries; give at most "
+              + SignatureSettings.MAX_SECRETS
+              + " (during a roll: the new secret and the old one)");
+      return null;
+    }
+    boolean ok = true;
+    for (int i = 0; i < s.secrets.size(); i++) {
+      String secret = s.secrets.get(i);
+      String where = at + ".secrets[" + i + "]";
+      if (secret == null) {
+        problem(where, "is empty; give the secret's text");
+        ok = false;
+        continue;
+      }
+      ok &= checked(scheme, secret, where);
+    }
+    return ok ? List.copyOf(s.secrets) : null;
+  }
+
+  private boolean checked(SignatureScheme scheme, String secret, String where) {
+    try {
+      SignatureSettings.checkSecret(scheme, secret);
+      return true;
+    } catch (IdemConfigException e) {
+      problem(where, e.getMessage());
+      return false;
+    }
   }
 
   private @Nullable KeySpec keySpec(@Nullable JsonNode key, String at) {
