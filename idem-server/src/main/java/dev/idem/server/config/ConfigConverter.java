@@ -157,11 +157,14 @@ final class ConfigConverter {
     return orNull(() -> ConfigName.parse(text.trim(), values), path);
   }
 
-  private ServerSettings server(ServerProperties s) {
+  private @Nullable ServerSettings server(ServerProperties s) {
     String at = "server";
     Duration shutdown =
         duration(
-            s.shutdownTimeout, at + ".shutdown_timeout", ServerSettings.DEFAULT_SHUTDOWN_TIMEOUT);
+            s.shutdownTimeout,
+            at + ".shutdown_timeout",
+            ServerSettings.DEFAULT_SHUTDOWN_TIMEOUT,
+            ServerSettings.MAX_SHUTDOWN_TIMEOUT);
     String host = s.host == null ? ServerSettings.DEFAULT_HOST : s.host;
     int port = s.port == null ? ServerSettings.DEFAULT_PORT : s.port;
     int threads = s.maxThreads == null ? ServerSettings.DEFAULT_MAX_THREADS : s.maxThreads;
@@ -371,7 +374,8 @@ final class ConfigConverter {
     Long maxBody =
         w.maxBody == null
             ? Long.valueOf(WebhookSettings.DEFAULT_MAX_BODY)
-            : orNull(() -> DataSizes.parse(w.maxBody), at + ".max_body");
+            : orNull(
+                () -> DataSizes.parse(w.maxBody, WebhookSettings.MAX_MAX_BODY), at + ".max_body");
     int maxDepth = w.maxDepth == null ? WebhookSettings.DEFAULT_MAX_DEPTH : w.maxDepth;
     SignatureSettings signature =
         w.signature == null ? null : signature(w.signature, at + ".signature");
@@ -521,7 +525,8 @@ final class ConfigConverter {
     if (d.window != null && d.window.trim().equalsIgnoreCase("none")) {
       b.noTtl();
     } else {
-      Duration window = duration(d.window, at + ".window", DedupConfig.DEFAULT_TTL);
+      Duration window =
+          duration(d.window, at + ".window", DedupConfig.DEFAULT_TTL, DedupSettings.MAX_WINDOW);
       if (window != null) {
         if (window.toMillis() < 1) {
           problem(at + ".window", "must be at least 1ms, or none for no window");
@@ -535,7 +540,8 @@ final class ConfigConverter {
     if (expiry != null) {
       b.expiry(expiry);
     }
-    Duration lease = duration(d.lease, at + ".lease", DedupConfig.DEFAULT_LEASE);
+    Duration lease =
+        duration(d.lease, at + ".lease", DedupConfig.DEFAULT_LEASE, DedupSettings.MAX_LEASE);
     if (lease != null) {
       if (lease.toMillis() < 1) {
         problem(at + ".lease", "must be at least 1ms");
@@ -579,7 +585,12 @@ final class ConfigConverter {
           "is required; name the field whose events run in order (e.g. source.customer_id)");
     }
     OrderingMode mode = enumValue(o.mode, OrderingMode.values(), at + ".mode", OrderingMode.STRICT);
-    Duration ttl = duration(o.lockTtl, at + ".lock_ttl", OrderingSettings.DEFAULT_LOCK_TTL);
+    Duration ttl =
+        duration(
+            o.lockTtl,
+            at + ".lock_ttl",
+            OrderingSettings.DEFAULT_LOCK_TTL,
+            OrderingSettings.MAX_LOCK_TTL);
     if (problems.size() > before || key == null || mode == null || ttl == null) {
       return null;
     }
@@ -631,19 +642,24 @@ final class ConfigConverter {
       }
       retries = d.http.retries;
     }
-    if (mode == null || sink == null || problems.size() > before) {
-      return null;
-    }
-    RetryPolicy defaults = mode == DeliveryMode.SYNC ? SYNC_DEFAULT_RETRY : RetryPolicy.DEFAULT;
+    // Retries and backoffs are checked even when the sink or mode is wrong: all problems at once.
+    RetryPolicy defaults = mode == DeliveryMode.ASYNC ? RetryPolicy.DEFAULT : SYNC_DEFAULT_RETRY;
     int r = retries == null ? defaults.retries() : retries;
     String retriesAt = d.retries != null ? at + ".retries" : at + ".http.retries";
     if (r < 0 || r > 100) {
       problem(retriesAt, "must be from 0 to 100, got " + r);
-      return null;
     }
-    Duration backoff = duration(d.backoff, at + ".backoff", defaults.initialBackoff());
-    Duration maxBackoff = duration(d.maxBackoff, at + ".max_backoff", defaults.maxBackoff());
-    if (backoff == null || maxBackoff == null) {
+    Duration backoff =
+        duration(
+            d.backoff, at + ".backoff", defaults.initialBackoff(), DeliverSettings.MAX_BACKOFF);
+    Duration maxBackoff =
+        duration(
+            d.maxBackoff, at + ".max_backoff", defaults.maxBackoff(), DeliverSettings.MAX_BACKOFF);
+    if (mode == null
+        || sink == null
+        || backoff == null
+        || maxBackoff == null
+        || problems.size() > before) {
       return null;
     }
     if (d.backoff != null && d.maxBackoff == null && maxBackoff.compareTo(backoff) < 0) {
@@ -676,7 +692,12 @@ final class ConfigConverter {
       problem(at + ".url", "'" + Masking.url(h.url) + "' is not a URL: " + e.getReason());
       return null;
     }
-    Duration timeout = duration(h.timeout, at + ".timeout", SinkSettings.Http.DEFAULT_TIMEOUT);
+    Duration timeout =
+        duration(
+            h.timeout,
+            at + ".timeout",
+            SinkSettings.Http.DEFAULT_TIMEOUT,
+            SinkSettings.Http.MAX_TIMEOUT);
     if (timeout == null) {
       return null;
     }
