@@ -24,9 +24,11 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
@@ -56,9 +58,21 @@ final class ConfigConverter {
 
   private final YamlDocument doc;
   private final List<ConfigProblem> problems = new ArrayList<>();
+  private final Set<String> reportedEarlier = new HashSet<>();
+  private final int earlierCount;
 
-  ConfigConverter(YamlDocument doc) {
+  /**
+   * A converter that reports its problems together with those found before binding.
+   *
+   * @param doc the document
+   * @param earlier problems found while reading and binding; a field reported there (an unset
+   *     variable, a value of the wrong type) is not reported again as missing
+   */
+  ConfigConverter(YamlDocument doc, List<ConfigProblem> earlier) {
     this.doc = doc;
+    this.problems.addAll(earlier);
+    this.earlierCount = earlier.size();
+    earlier.forEach(p -> reportedEarlier.add(p.path()));
   }
 
   IdemConfig convert(IdemProperties p) {
@@ -111,7 +125,19 @@ final class ConfigConverter {
     }
   }
 
+  /** The problems in file order, without a second report of a field reported before binding. */
   private List<ConfigProblem> sorted() {
+    List<ConfigProblem> out = new ArrayList<>(problems.subList(0, earlierCount));
+    for (ConfigProblem p : problems.subList(earlierCount, problems.size())) {
+      if (!reportedEarlier.contains(p.path())) {
+        out.add(p);
+      }
+    }
+    return sorted(out);
+  }
+
+  /** Returns the problems in file order (stable for problems at one place). */
+  static List<ConfigProblem> sorted(List<ConfigProblem> problems) {
     List<ConfigProblem> out = new ArrayList<>(problems);
     out.sort(
         (a, b) ->
@@ -180,7 +206,7 @@ final class ConfigConverter {
     orNull(
         () -> new ServerSettings("h", 1, null, 200, Duration.ZERO, s.logLevel), at + ".log_level");
     if (shutdown == null) {
-      throw new IdemConfigException("see the problems above");
+      return null; // its problem is recorded
     }
     return new ServerSettings(host, port, token, threads, shutdown, s.logLevel);
   }

@@ -269,7 +269,11 @@ class ConfigLoaderTest {
             pipelines: []
             """);
 
-    assertThat(e.getMessage()).isEqualTo("idem.yaml:2:3: server.port: expected a whole number");
+    assertThat(e.problems())
+        .extracting(ConfigProblem::toString)
+        .containsExactly(
+            "idem.yaml:2:3: server.port: expected a whole number",
+            "idem.yaml:3:1: pipelines: give at least one pipeline (see examples/quickstart.yaml)");
   }
 
   @Test
