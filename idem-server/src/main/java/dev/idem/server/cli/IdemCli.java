@@ -28,6 +28,7 @@ import dev.idem.server.pipeline.Pipeline;
 import dev.idem.spi.DedupStore;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.net.BindException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -48,8 +49,9 @@ import picocli.CommandLine.Spec;
 
 /**
  * The {@code idem} command: {@code serve}, {@code check-config}, {@code key}, {@code inspect},
- * {@code forget}. Exit codes: 0 done, 1 the command failed (bad config, no key, store error), 2 bad
- * usage.
+ * {@code forget}. Exit codes: 0 done, 1 the command failed (bad config, no key, store error, port
+ * in use), 2 bad usage (including {@code idem} with no command, which prints the usage). A failure
+ * is printed as one line per problem, never a stack trace.
  */
 @Command(
     name = "idem",
@@ -63,7 +65,10 @@ import picocli.CommandLine.Spec;
       IdemCli.Inspect.class,
       IdemCli.Forget.class
     })
-public final class IdemCli implements Runnable {
+public final class IdemCli implements Callable<Integer> {
+  /** The exit code of bad usage, as picocli uses for unknown options. */
+  static final int USAGE = CommandLine.ExitCode.USAGE;
+
   private static final ObjectMapper JSON = new ObjectMapper();
 
   @Spec CommandLine.Model.CommandSpec spec;
@@ -115,9 +120,14 @@ public final class IdemCli implements Runnable {
     return cl;
   }
 
+  /** {@code idem} without a command: the usage, on standard error, and exit code 2. */
   @Override
-  public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
+  public Integer call() {
+    PrintWriter err = spec.commandLine().getErr();
+    err.println("idem: give a command (serve, check-config, key, inspect or forget)");
+    spec.commandLine().usage(err);
+    err.flush();
+    return USAGE;
   }
 
   private static IdemConfig load(Path file) {
@@ -176,7 +186,7 @@ public final class IdemCli implements Runnable {
       }
       applyLogLevel(s.logLevel());
       ServiceRuntime runtime = ServiceAssembly.assemble(c, new DefaultEdge(), TimeSource.system());
-      IdemServer server = IdemServer.start(s, runtime);
+      IdemServer server = start(s, runtime);
       CountDownLatch stopped = new CountDownLatch(1);
       Runtime.getRuntime()
           .addShutdownHook(
@@ -188,6 +198,23 @@ public final class IdemCli implements Runnable {
                   "idem-shutdown"));
       stopped.await();
       return 0;
+    }
+
+    /** Starts the listener; a port in use is one clear line, not an exception's text. */
+    private static IdemServer start(ServerSettings s, ServiceRuntime runtime) {
+      try {
+        return IdemServer.start(s, runtime);
+      } catch (IllegalStateException e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+          if (t instanceof BindException) {
+            throw new IdemException(
+                "port "
+                    + s.port()
+                    + " is in use; stop the other process or set server.port (or --port)");
+          }
+        }
+        throw new IdemException(e.getMessage());
+      }
     }
 
     private static void applyLogLevel(@Nullable String level) {

@@ -24,9 +24,11 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
@@ -56,9 +58,21 @@ final class ConfigConverter {
 
   private final YamlDocument doc;
   private final List<ConfigProblem> problems = new ArrayList<>();
+  private final Set<String> reportedEarlier = new HashSet<>();
+  private final int earlierCount;
 
-  ConfigConverter(YamlDocument doc) {
+  /**
+   * A converter that reports its problems together with those found before binding.
+   *
+   * @param doc the document
+   * @param earlier problems found while reading and binding; a field reported there (an unset
+   *     variable, a value of the wrong type) is not reported again as missing
+   */
+  ConfigConverter(YamlDocument doc, List<ConfigProblem> earlier) {
     this.doc = doc;
+    this.problems.addAll(earlier);
+    this.earlierCount = earlier.size();
+    earlier.forEach(p -> reportedEarlier.add(p.path()));
   }
 
   IdemConfig convert(IdemProperties p) {
@@ -111,7 +125,19 @@ final class ConfigConverter {
     }
   }
 
+  /** The problems in file order, without a second report of a field reported before binding. */
   private List<ConfigProblem> sorted() {
+    List<ConfigProblem> out = new ArrayList<>(problems.subList(0, earlierCount));
+    for (ConfigProblem p : problems.subList(earlierCount, problems.size())) {
+      if (!reportedEarlier.contains(p.path())) {
+        out.add(p);
+      }
+    }
+    return sorted(out);
+  }
+
+  /** Returns the problems in file order (stable for problems at one place). */
+  static List<ConfigProblem> sorted(List<ConfigProblem> problems) {
     List<ConfigProblem> out = new ArrayList<>(problems);
     out.sort(
         (a, b) ->
@@ -135,11 +161,18 @@ final class ConfigConverter {
     }
   }
 
+  /** A duration no longer than {@link Durations#MAX}. */
   private @Nullable Duration duration(@Nullable String text, String path, Duration fallback) {
+    return duration(text, path, fallback, Durations.MAX);
+  }
+
+  /** A duration no longer than the field's bound {@code max}. */
+  private @Nullable Duration duration(
+      @Nullable String text, String path, Duration fallback, Duration max) {
     if (text == null) {
       return fallback;
     }
-    return orNull(() -> Durations.parse(text), path);
+    return orNull(() -> Durations.parse(text, max), path);
   }
 
   private <E extends Enum<E> & ConfigName> @Nullable E enumValue(
@@ -150,11 +183,14 @@ final class ConfigConverter {
     return orNull(() -> ConfigName.parse(text.trim(), values), path);
   }
 
-  private ServerSettings server(ServerProperties s) {
+  private @Nullable ServerSettings server(ServerProperties s) {
     String at = "server";
     Duration shutdown =
         duration(
-            s.shutdownTimeout, at + ".shutdown_timeout", ServerSettings.DEFAULT_SHUTDOWN_TIMEOUT);
+            s.shutdownTimeout,
+            at + ".shutdown_timeout",
+            ServerSettings.DEFAULT_SHUTDOWN_TIMEOUT,
+            ServerSettings.MAX_SHUTDOWN_TIMEOUT);
     String host = s.host == null ? ServerSettings.DEFAULT_HOST : s.host;
     int port = s.port == null ? ServerSettings.DEFAULT_PORT : s.port;
     int threads = s.maxThreads == null ? ServerSettings.DEFAULT_MAX_THREADS : s.maxThreads;
@@ -170,7 +206,7 @@ final class ConfigConverter {
     orNull(
         () -> new ServerSettings("h", 1, null, 200, Duration.ZERO, s.logLevel), at + ".log_level");
     if (shutdown == null) {
-      throw new IdemConfigException("see the problems above");
+      return null; // its problem is recorded
     }
     return new ServerSettings(host, port, token, threads, shutdown, s.logLevel);
   }
@@ -364,7 +400,8 @@ final class ConfigConverter {
     Long maxBody =
         w.maxBody == null
             ? Long.valueOf(WebhookSettings.DEFAULT_MAX_BODY)
-            : orNull(() -> DataSizes.parse(w.maxBody), at + ".max_body");
+            : orNull(
+                () -> DataSizes.parse(w.maxBody, WebhookSettings.MAX_MAX_BODY), at + ".max_body");
     int maxDepth = w.maxDepth == null ? WebhookSettings.DEFAULT_MAX_DEPTH : w.maxDepth;
     SignatureSettings signature =
         w.signature == null ? null : signature(w.signature, at + ".signature");
@@ -397,20 +434,74 @@ final class ConfigConverter {
           "'" + s.scheme + "' is not allowed; use stripe, github, shopify or standard");
       return null;
     }
-    if (s.secret == null || s.secret.isBlank()) {
-      problem(
-          at + ".secret",
-          "is required; set the "
-              + scheme.configName()
-              + " signing secret, e.g. secret: \"${WEBHOOK_SECRET}\"");
-      return null;
-    }
+    List<String> secrets = secrets(s, scheme, at);
     Duration tolerance =
-        duration(s.tolerance, at + ".tolerance", SignatureSettings.DEFAULT_TOLERANCE);
-    if (tolerance == null) {
+        duration(
+            s.tolerance,
+            at + ".tolerance",
+            SignatureSettings.DEFAULT_TOLERANCE,
+            SignatureSettings.MAX_TOLERANCE);
+    if (tolerance == null || secrets == null) {
       return null;
     }
-    return orNull(() -> new SignatureSettings(scheme, s.secret, tolerance), at + ".tolerance");
+    return orNull(() -> new SignatureSettings(scheme, secrets, tolerance), at + ".tolerance");
+  }
+
+  /** Exactly one of {@code secret} and {@code secrets}; each secret checked for the scheme. */
+  private @Nullable List<String> secrets(SignatureProperties s, SignatureScheme scheme, String at) {
+    if (s.secret != null && s.secrets != null) {
+      problem(
+          at + ".secrets",
+          "give secret or secrets, not both (secrets: [new, old] during a roll, then secret: new)");
+      return null;
+    }
+    if (s.secrets == null) {
+      if (s.secret == null || s.secret.isBlank()) {
+        problem(
+            at + ".secret",
+            "is required; set the "
+                + scheme.configName()
+                + " signing secret, e.g. secret: \"${WEBHOOK_SECRET}\"");
+        return null;
+      }
+      return checked(scheme, s.secret, at + ".secret") ? List.of(s.secret) : null;
+    }
+    if (s.secrets.isEmpty()) {
+      problem(at + ".secrets", "is empty; list the new secret and the old one, e.g. [new, old]");
+      return null;
+    }
+    if (s.secrets.size() > SignatureSettings.MAX_SECRETS) {
+      problem(
+          at + ".secrets",
+          "has "
+              + s.secrets.size()
+              + " entries; give at most "
+              + SignatureSettings.MAX_SECRETS
+              + " (during a roll: the new secret and the old one)");
+      return null;
+    }
+    boolean ok = true;
+    for (int i = 0; i < s.secrets.size(); i++) {
+      String secret = s.secrets.get(i);
+      String where = at + ".secrets[" + i + "]";
+      if (secret == null) {
+        problem(where, "is empty; give the secret's text");
+        ok = false;
+        continue;
+      }
+      ok &= checked(scheme, secret, where);
+    }
+    return ok ? List.copyOf(s.secrets) : null;
+  }
+
+  private boolean checked(SignatureScheme scheme, String secret, String where) {
+    try {
+      SignatureSettings.checkSecret(scheme, secret);
+      return true;
+    } catch (IdemConfigException e) {
+      problem(where, e.getMessage());
+      return false;
+    }
   }
 
   private @Nullable KeySpec keySpec(@Nullable JsonNode key, String at) {
@@ -460,7 +551,8 @@ final class ConfigConverter {
     if (d.window != null && d.window.trim().equalsIgnoreCase("none")) {
       b.noTtl();
     } else {
-      Duration window = duration(d.window, at + ".window", DedupConfig.DEFAULT_TTL);
+      Duration window =
+          duration(d.window, at + ".window", DedupConfig.DEFAULT_TTL, DedupSettings.MAX_WINDOW);
       if (window != null) {
         if (window.toMillis() < 1) {
           problem(at + ".window", "must be at least 1ms, or none for no window");
@@ -474,7 +566,8 @@ final class ConfigConverter {
     if (expiry != null) {
       b.expiry(expiry);
     }
-    Duration lease = duration(d.lease, at + ".lease", DedupConfig.DEFAULT_LEASE);
+    Duration lease =
+        duration(d.lease, at + ".lease", DedupConfig.DEFAULT_LEASE, DedupSettings.MAX_LEASE);
     if (lease != null) {
       if (lease.toMillis() < 1) {
         problem(at + ".lease", "must be at least 1ms");
@@ -518,7 +611,12 @@ final class ConfigConverter {
           "is required; name the field whose events run in order (e.g. source.customer_id)");
     }
     OrderingMode mode = enumValue(o.mode, OrderingMode.values(), at + ".mode", OrderingMode.STRICT);
-    Duration ttl = duration(o.lockTtl, at + ".lock_ttl", OrderingSettings.DEFAULT_LOCK_TTL);
+    Duration ttl =
+        duration(
+            o.lockTtl,
+            at + ".lock_ttl",
+            OrderingSettings.DEFAULT_LOCK_TTL,
+            OrderingSettings.MAX_LOCK_TTL);
     if (problems.size() > before || key == null || mode == null || ttl == null) {
       return null;
     }
@@ -570,19 +668,24 @@ final class ConfigConverter {
       }
       retries = d.http.retries;
     }
-    if (mode == null || sink == null || problems.size() > before) {
-      return null;
-    }
-    RetryPolicy defaults = mode == DeliveryMode.SYNC ? SYNC_DEFAULT_RETRY : RetryPolicy.DEFAULT;
+    // Retries and backoffs are checked even when the sink or mode is wrong: all problems at once.
+    RetryPolicy defaults = mode == DeliveryMode.ASYNC ? RetryPolicy.DEFAULT : SYNC_DEFAULT_RETRY;
     int r = retries == null ? defaults.retries() : retries;
     String retriesAt = d.retries != null ? at + ".retries" : at + ".http.retries";
     if (r < 0 || r > 100) {
       problem(retriesAt, "must be from 0 to 100, got " + r);
-      return null;
     }
-    Duration backoff = duration(d.backoff, at + ".backoff", defaults.initialBackoff());
-    Duration maxBackoff = duration(d.maxBackoff, at + ".max_backoff", defaults.maxBackoff());
-    if (backoff == null || maxBackoff == null) {
+    Duration backoff =
+        duration(
+            d.backoff, at + ".backoff", defaults.initialBackoff(), DeliverSettings.MAX_BACKOFF);
+    Duration maxBackoff =
+        duration(
+            d.maxBackoff, at + ".max_backoff", defaults.maxBackoff(), DeliverSettings.MAX_BACKOFF);
+    if (mode == null
+        || sink == null
+        || backoff == null
+        || maxBackoff == null
+        || problems.size() > before) {
       return null;
     }
     if (d.backoff != null && d.maxBackoff == null && maxBackoff.compareTo(backoff) < 0) {
@@ -615,7 +718,12 @@ final class ConfigConverter {
       problem(at + ".url", "'" + Masking.url(h.url) + "' is not a URL: " + e.getReason());
       return null;
     }
-    Duration timeout = duration(h.timeout, at + ".timeout", SinkSettings.Http.DEFAULT_TIMEOUT);
+    Duration timeout =
+        duration(
+            h.timeout,
+            at + ".timeout",
+            SinkSettings.Http.DEFAULT_TIMEOUT,
+            SinkSettings.Http.MAX_TIMEOUT);
     if (timeout == null) {
       return null;
     }

@@ -98,7 +98,11 @@ public final class ConfigPrinter {
     if (sig != null) {
       Map<String, Object> sm = new LinkedHashMap<>();
       sm.put("scheme", sig.scheme().configName());
-      sm.put("secret", Masking.MASK);
+      if (sig.secrets().size() == 1) {
+        sm.put("secret", Masking.MASK);
+      } else {
+        sm.put("secrets", java.util.Collections.nCopies(sig.secrets().size(), Masking.MASK));
+      }
       sm.put("tolerance", Durations.format(sig.tolerance()));
       webhook.put("signature", sm);
     }

@@ -4,20 +4,38 @@ import dev.idem.IdemConfigException;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-/** Parses and prints the config's sizes: a number of bytes, or with KiB, MiB or GiB. */
+/**
+ * Parses and prints the config's sizes: a number of bytes, or with KiB, MiB or GiB. Every size has
+ * an upper bound: the field's own, and never more than {@link #MAX}.
+ */
 public final class DataSizes {
+  /** The largest size any field accepts: 1 TiB. */
+  public static final long MAX = 1L << 40;
+
   private static final Pattern FORMAT = Pattern.compile("(\\d{1,12})\\s*(B|KiB|MiB|GiB)?");
 
   private DataSizes() {}
 
   /**
-   * Parses a size such as {@code 512KiB}, {@code 1MiB} or {@code 65536}.
+   * Parses a size such as {@code 512KiB}, {@code 1MiB} or {@code 65536}, at most {@link #MAX}.
    *
    * @param text the text
    * @return the size in bytes
-   * @throws IdemConfigException saying the expected form
+   * @throws IdemConfigException saying the expected form, or the bound
    */
   public static long parse(String text) {
+    return parse(text, MAX);
+  }
+
+  /**
+   * Parses a size no larger than {@code max}.
+   *
+   * @param text the text
+   * @param max the field's upper bound in bytes (capped at {@link #MAX})
+   * @return the size in bytes
+   * @throws IdemConfigException saying the expected form, or the bound
+   */
+  public static long parse(String text, long max) {
     Matcher m = FORMAT.matcher(text.trim());
     if (!m.matches()) {
       throw new IdemConfigException(
@@ -28,16 +46,22 @@ public final class DataSizes {
     }
     long n = Long.parseLong(m.group(1));
     String unit = m.group(2);
-    long factor =
+    int shift =
         unit == null
-            ? 1
+            ? 0
             : switch (unit) {
-              case "KiB" -> 1L << 10;
-              case "MiB" -> 1L << 20;
-              case "GiB" -> 1L << 30;
-              default -> 1;
+              case "KiB" -> 10;
+              case "MiB" -> 20;
+              case "GiB" -> 30;
+              default -> 0;
             };
-    return Math.multiplyExact(n, factor);
+    long bound = Math.min(max, MAX);
+    // Compared before shifting, so that no size can overflow a long.
+    if (n > (bound >> shift) || (n << shift) > bound) {
+      throw new IdemConfigException(
+          "must be at most " + format(bound) + ", got " + text.trim() + "; use a smaller one");
+    }
+    return n << shift;
   }
 
   /**

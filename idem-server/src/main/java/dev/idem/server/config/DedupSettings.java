@@ -23,6 +23,12 @@ public record DedupSettings(
     DedupMode mode,
     @Nullable StoreSettings store) {
 
+  /** The longest {@code window}: {@link Durations#MAX} (3650 days); {@code none} keeps keys. */
+  public static final java.time.Duration MAX_WINDOW = Durations.MAX;
+
+  /** The longest {@code lease}: 24 hours (a live holder renews it, so leases can be short). */
+  public static final java.time.Duration MAX_LEASE = java.time.Duration.ofHours(24);
+
   /**
    * Validates the fields.
    *

@@ -12,6 +12,9 @@ import java.util.Objects;
  */
 public record DeliverSettings(DeliveryMode mode, RetryPolicy retry, SinkSettings sink) {
 
+  /** The longest {@code backoff} and {@code max_backoff}: 24 hours. */
+  public static final java.time.Duration MAX_BACKOFF = java.time.Duration.ofHours(24);
+
   /** Validates the fields. */
   public DeliverSettings {
     Objects.requireNonNull(mode, "mode");

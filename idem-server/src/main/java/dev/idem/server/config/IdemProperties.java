@@ -139,6 +139,9 @@ public final class IdemProperties {
     /** {@code secret}. */
     public @Nullable String secret;
 
+    /** {@code secrets}: several secrets, any one verifies (a secret roll). */
+    public @Nullable List<String> secrets;
+
     /** {@code tolerance}. */
     public @Nullable String tolerance;
   }

@@ -17,6 +17,9 @@ public record OrderingSettings(KeySpec key, OrderingMode mode, Duration lockTtl)
   /** The default lock TTL: 60 seconds. */
   public static final Duration DEFAULT_LOCK_TTL = Duration.ofSeconds(60);
 
+  /** The longest lock TTL: 24 hours. */
+  public static final Duration MAX_LOCK_TTL = Duration.ofHours(24);
+
   /**
    * Validates the fields.
    *
@@ -26,8 +29,8 @@ public record OrderingSettings(KeySpec key, OrderingMode mode, Duration lockTtl)
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(mode, "mode");
     Objects.requireNonNull(lockTtl, "lockTtl");
-    if (lockTtl.toMillis() < 1) {
-      throw new IdemConfigException("lock_ttl must be at least 1ms, got " + lockTtl);
+    if (lockTtl.compareTo(Duration.ofMillis(1)) < 0 || lockTtl.compareTo(MAX_LOCK_TTL) > 0) {
+      throw new IdemConfigException("lock_ttl must be from 1ms to 24h, got " + lockTtl);
     }
   }
 }

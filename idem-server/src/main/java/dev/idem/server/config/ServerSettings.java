@@ -38,6 +38,9 @@ public record ServerSettings(
   /** The default shutdown timeout: 10 seconds. */
   public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(10);
 
+  /** The longest shutdown timeout: 1 hour. */
+  public static final Duration MAX_SHUTDOWN_TIMEOUT = Duration.ofHours(1);
+
   /**
    * Validates the fields.
    *
@@ -62,8 +65,9 @@ public record ServerSettings(
     if (maxThreads < 8 || maxThreads > 10_000) {
       throw new IdemConfigException("max_threads must be from 8 to 10000, got " + maxThreads);
     }
-    if (shutdownTimeout.isNegative()) {
-      throw new IdemConfigException("shutdown_timeout must not be negative");
+    if (shutdownTimeout.isNegative() || shutdownTimeout.compareTo(MAX_SHUTDOWN_TIMEOUT) > 0) {
+      throw new IdemConfigException(
+          "shutdown_timeout must be from 0s to 1h, got " + Durations.format(shutdownTimeout));
     }
     if (logLevel != null && !logLevel.matches("(?i)TRACE|DEBUG|INFO|WARN|ERROR|OFF")) {
       throw new IdemConfigException(

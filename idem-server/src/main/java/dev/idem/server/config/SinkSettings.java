@@ -28,6 +28,9 @@ public sealed interface SinkSettings
     /** The default timeout per attempt: 10 seconds. */
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
 
+    /** The longest timeout per attempt: 10 minutes. */
+    public static final Duration MAX_TIMEOUT = Duration.ofMinutes(10);
+
     /**
      * Validates the fields with the HTTP sink's own rules.
      *
@@ -37,6 +40,10 @@ public sealed interface SinkSettings
       Objects.requireNonNull(url, "url");
       headers = Map.copyOf(headers);
       Objects.requireNonNull(timeout, "timeout");
+      if (timeout.compareTo(MAX_TIMEOUT) > 0) {
+        throw new IdemConfigException(
+            "timeout must be at most 10m, got " + Durations.format(timeout));
+      }
       // The sink's own settings hold the rules (URL form, reserved and malformed headers,
       // timeout), so a config that loads is one the sink accepts.
       new HttpSinkSettings(url, headers, timeout);

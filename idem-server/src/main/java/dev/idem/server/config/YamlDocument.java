@@ -38,11 +38,17 @@ final class YamlDocument {
   private final String file;
   private final JsonNode root;
   private final Map<String, ConfigLocation> locations;
+  private final List<ConfigProblem> problems;
 
-  private YamlDocument(String file, JsonNode root, Map<String, ConfigLocation> locations) {
+  private YamlDocument(
+      String file,
+      JsonNode root,
+      Map<String, ConfigLocation> locations,
+      List<ConfigProblem> problems) {
     this.file = file;
     this.root = root;
     this.locations = locations;
+    this.problems = List.copyOf(problems);
   }
 
   /** A {@code ${...}} reference found in the raw text. */
@@ -55,8 +61,9 @@ final class YamlDocument {
    * @param file the file name for error messages
    * @param text the file's content
    * @param env looks up environment variables (null when unset)
-   * @return the document
-   * @throws ConfigException if the YAML is malformed, a key repeats, or a variable is unset
+   * @return the document, with {@link #problems()} that did not stop the parse (a key repeats, a
+   *     variable is unset)
+   * @throws ConfigException if the YAML is malformed
    */
   static YamlDocument parse(String file, String text, Function<String, @Nullable String> env) {
     List<Reference> refs = new ArrayList<>();
@@ -88,11 +95,16 @@ final class YamlDocument {
       throw new ConfigException(
           List.of(new ConfigProblem(new ConfigLocation(file, 1, 1), "", "cannot read: " + e)));
     }
-    if (!problems.isEmpty()) {
-      throw new ConfigException(problems);
-    }
     locations.putIfAbsent("", new ConfigLocation(file, 1, 1));
-    return new YamlDocument(file, root, locations);
+    return new YamlDocument(file, root, locations, problems);
+  }
+
+  /**
+   * Returns what is wrong but did not stop the parse: a key given twice (the first is kept), an
+   * unset variable (left out of its value).
+   */
+  List<ConfigProblem> problems() {
+    return problems;
   }
 
   /** Returns the file name given to {@link #parse}. */

@@ -205,11 +205,13 @@ public final class Pipeline {
     byte[] body = request.body();
     if (verifier != null) {
       try {
-        verifier.verify(body, request.headers());
+        body = verifier.verifiedBody(body, request.headers());
       } catch (SignatureException e) {
         return Answer.error(
             401, "invalid_signature", e.getMessage() + "; nothing was recorded for this request");
       }
+      // The event's body differs from the raw body only for a wrapped event (GitHub forms).
+      request = body == request.body() ? request : new InboundRequest(body, request.headers());
     }
     Answer bad = json.check(body);
     if (bad != null) {

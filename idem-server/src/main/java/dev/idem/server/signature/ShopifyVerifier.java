@@ -1,15 +1,16 @@
 package dev.idem.server.signature;
 
 import dev.idem.server.signature.SignatureException.Reason;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
+import java.util.List;
 import java.util.Optional;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /**
  * Shopify: {@code X-Shopify-Hmac-Sha256: <base64>}, the base64 HMAC-SHA256 of the raw body keyed
- * with the app's client secret (UTF-8).
+ * with the app's client secret (UTF-8). The same headers without the {@code X-} prefix ({@code
+ * shopify-hmac-sha256}, {@code shopify-webhook-id}), which Shopify's own libraries accept, are read
+ * when the prefixed ones are absent.
  *
  * <p>No timestamp is checked. Shopify signs none: {@code X-Shopify-Triggered-At} is outside the
  * signature, so anyone replaying a request can rewrite it, and checking it would stop no attacker.
@@ -19,12 +20,14 @@ import org.jspecify.annotations.Nullable;
  */
 final class ShopifyVerifier implements SignatureVerifier {
   static final String HEADER = "X-Shopify-Hmac-Sha256";
+  static final String HEADER_UNPREFIXED = "Shopify-Hmac-Sha256";
   static final String DELIVERY_HEADER = "X-Shopify-Webhook-Id";
+  static final String DELIVERY_HEADER_UNPREFIXED = "Shopify-Webhook-Id";
 
-  private final HmacSha256 hmac;
+  private final SigningKeys keys;
 
   ShopifyVerifier(SignatureSettings settings) {
-    this.hmac = new HmacSha256(settings.secret().getBytes(StandardCharsets.UTF_8));
+    this.keys = SigningKeys.utf8(settings.secrets());
   }
 
   @Override
@@ -34,7 +37,7 @@ final class ShopifyVerifier implements SignatureVerifier {
 
   @Override
   public void verify(byte[] rawBody, Function<String, @Nullable String> headers) {
-    String header = SignatureSupport.requireHeader(headers, HEADER, "Shopify");
+    String header = SignatureSupport.requireHeader(headers, "Shopify", HEADER, HEADER_UNPREFIXED);
     byte[] given = SignatureSupport.decodeBase64(header);
     if (given == null || given.length != 32) {
       throw new SignatureException(
@@ -43,7 +46,7 @@ final class ShopifyVerifier implements SignatureVerifier {
               + HEADER
               + " header is malformed: Shopify sends the base64 of a 32-byte HMAC-SHA256");
     }
-    if (!MessageDigest.isEqual(hmac.mac(null, rawBody), given)) {
+    if (!keys.matchesAny(null, rawBody, List.of(given))) {
       throw new SignatureException(
           Reason.INVALID,
           "the "
@@ -54,13 +57,18 @@ final class ShopifyVerifier implements SignatureVerifier {
   }
 
   /**
-   * Returns {@code X-Shopify-Webhook-Id} only. {@code X-Shopify-Event-Id} is not a fallback: it is
-   * shared by every subscription's delivery of one event, so mixing the two would give one delivery
-   * different keys depending on which header came. Pipelines that want one delivery per event
-   * across subscriptions set {@code dedup.key: header("X-Shopify-Event-Id")}.
+   * Returns {@code X-Shopify-Webhook-Id} (or {@code shopify-webhook-id}) only. {@code
+   * X-Shopify-Event-Id} is not a fallback: it is shared by every subscription's delivery of one
+   * event, so mixing the two would give one delivery different keys depending on which header came.
+   * Pipelines that want one delivery per event across subscriptions set {@code dedup.key:
+   * header("X-Shopify-Event-Id")}.
    */
   @Override
   public Optional<String> deliveryId(byte[] rawBody, Function<String, @Nullable String> headers) {
-    return Optional.ofNullable(SignatureSupport.optionalHeader(headers, DELIVERY_HEADER));
+    String id = SignatureSupport.optionalHeader(headers, DELIVERY_HEADER);
+    if (id == null) {
+      id = SignatureSupport.optionalHeader(headers, DELIVERY_HEADER_UNPREFIXED);
+    }
+    return Optional.ofNullable(id);
   }
 }

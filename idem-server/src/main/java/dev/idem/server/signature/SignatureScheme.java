@@ -12,17 +12,19 @@ public enum SignatureScheme {
   STRIPE,
   /**
    * GitHub: {@code X-Hub-Signature-256: sha256=<hex hmac of body>}; delivery id = {@code
-   * X-GitHub-Delivery}.
+   * X-GitHub-Delivery}; a form delivery's event is its {@code payload} field.
    */
   GITHUB,
   /**
-   * Shopify: {@code X-Shopify-Hmac-Sha256: <base64 hmac of body>}; delivery id = {@code
-   * X-Shopify-Webhook-Id}.
+   * Shopify: {@code X-Shopify-Hmac-Sha256} (or {@code shopify-hmac-sha256}): {@code <base64 hmac of
+   * body>}; delivery id = {@code X-Shopify-Webhook-Id} (or {@code shopify-webhook-id}).
    */
   SHOPIFY,
   /**
    * Standard Webhooks: {@code webhook-id}, {@code webhook-timestamp}, {@code webhook-signature:
-   * v1,<base64 hmac of "id.timestamp.body">}; delivery id = {@code webhook-id}.
+   * v1,<base64 hmac of "id.timestamp.body">} (Svix: the same as {@code svix-id}, {@code
+   * svix-timestamp}, {@code svix-signature}); delivery id = {@code webhook-id} (or {@code
+   * svix-id}).
    */
   STANDARD;
 

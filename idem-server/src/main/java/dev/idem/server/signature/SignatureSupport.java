@@ -31,6 +31,32 @@ final class SignatureSupport {
   }
 
   /**
+   * Reads a header that must be present under one of several names (a provider's current and older
+   * spellings), the first name first.
+   *
+   * @throws SignatureException MISSING naming every accepted spelling
+   */
+  static String requireHeader(
+      Function<String, @Nullable String> headers, String scheme, String name, String alias) {
+    @Nullable String value = optionalHeader(headers, name);
+    if (value == null) {
+      value = optionalHeader(headers, alias);
+    }
+    if (value == null) {
+      throw new SignatureException(
+          Reason.MISSING,
+          "the "
+              + name
+              + " header (or "
+              + alias
+              + ") is missing; "
+              + scheme
+              + " signs every delivery with it");
+    }
+    return value;
+  }
+
+  /**
    * Reads an optional header, trimmed.
    *
    * @return the value, or null if absent or blank

@@ -7,7 +7,6 @@ import dev.idem.TimeSource;
 import dev.idem.server.signature.SignatureException.Reason;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,20 +17,20 @@ import org.jspecify.annotations.Nullable;
 /**
  * Stripe: {@code Stripe-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>...]}, where each {@code v1}
  * is the hex HMAC-SHA256 of {@code t + "." + body} keyed with the endpoint's signing secret (the
- * whole {@code whsec_...} string, as UTF-8). Any matching {@code v1} is accepted: during a secret
- * roll Stripe signs with the old and the new secret. Other schemes ({@code v0}, test-mode
- * signatures) are ignored.
+ * whole {@code whsec_...} string, as UTF-8). Any matching {@code v1} under any configured secret is
+ * accepted: during a secret roll Stripe signs with the old and the new secret. Other schemes
+ * ({@code v0}, test-mode signatures) are ignored.
  */
 final class StripeVerifier implements SignatureVerifier {
   static final String HEADER = "Stripe-Signature";
   private static final JsonFactory JSON = new JsonFactory();
 
-  private final HmacSha256 hmac;
+  private final SigningKeys keys;
   private final Duration tolerance;
   private final TimeSource time;
 
   StripeVerifier(SignatureSettings settings, TimeSource time) {
-    this.hmac = new HmacSha256(settings.secret().getBytes(StandardCharsets.UTF_8));
+    this.keys = SigningKeys.utf8(settings.secrets());
     this.tolerance = settings.tolerance();
     this.time = time;
   }
@@ -72,12 +71,15 @@ final class StripeVerifier implements SignatureVerifier {
     if (signatures.isEmpty()) {
       throw malformed("it has no v1= signature (Idem checks Stripe's v1 scheme, HMAC-SHA256)");
     }
-    byte[] expected = hmac.mac((timestamp + ".").getBytes(StandardCharsets.US_ASCII), rawBody);
-    boolean matched = false;
+    List<byte[]> given = new ArrayList<>(signatures.size());
     for (String signature : signatures) {
-      byte[] given = SignatureSupport.decodeHex(signature, expected.length);
-      matched |= given != null && MessageDigest.isEqual(expected, given);
+      byte[] decoded = SignatureSupport.decodeHex(signature, 32);
+      if (decoded != null) {
+        given.add(decoded);
+      }
     }
+    boolean matched =
+        keys.matchesAny((timestamp + ".").getBytes(StandardCharsets.US_ASCII), rawBody, given);
     if (!matched) {
       throw new SignatureException(
           Reason.INVALID,

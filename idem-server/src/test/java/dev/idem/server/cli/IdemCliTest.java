@@ -1,6 +1,7 @@
 package dev.idem.server.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.idem.TimeSource;
 import dev.idem.server.IdemServer;
@@ -11,8 +12,11 @@ import dev.idem.server.support.Http;
 import dev.idem.server.support.TestEdge;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -89,6 +93,84 @@ class IdemCliTest {
     assertThat(r.err())
         .contains(config + ":4:30: pipelines[0].dedup.windw: unknown key 'windw'")
         .doesNotContain("Exception");
+  }
+
+  @Test
+  void checkConfigReportsAnUnknownKeyAndABadValueInOneRun() throws Exception {
+    // Issue 8: the typo'd key used to hide expiry: slidin until the next run
+    Path config =
+        write(
+            "bad.yaml",
+            """
+            pipelines:
+              - id: p
+                source:
+                  webhook:
+                    path: /p
+                    signature: { scheme: standard, secret: "whsec_not base64!", tolerance: 106751991168d }
+                dedup: { expiry: slidin, windw: 1h }
+                deliver: { stdout: {} }
+            """);
+
+    Run r = idem("check-config", config.toString());
+
+    assertThat(r.code()).isEqualTo(1);
+    assertThat(r.out()).isEmpty();
+    assertThat(r.err().lines())
+        .containsExactly(
+            config
+                + ":6:40: pipelines[0].source.webhook.signature.secret: a secret for scheme"
+                + " standard must be whsec_ followed by base64 (as the sender shows it, e.g."
+                + " whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw); the value given is not base64",
+            config
+                + ":6:69: pipelines[0].source.webhook.signature.tolerance: must be at most 1d, got"
+                + " 106751991168d; use a shorter one",
+            config
+                + ":7:14: pipelines[0].dedup.expiry: 'slidin' is not allowed; use sliding or fixed",
+            config
+                + ":7:30: pipelines[0].dedup.windw: unknown key 'windw'; allowed here: expiry,"
+                + " key, lease, max_keys, mode, store, window");
+  }
+
+  @Test
+  void noArgumentsPrintsTheUsageAndExitsTwo() {
+    Run r = idem();
+
+    assertThat(r.code()).isEqualTo(2);
+    assertThat(r.err()).contains("give a command").contains("Usage: idem").contains("serve");
+    assertThat(idem("--help").code()).isZero();
+  }
+
+  @Test
+  void aPortInUseIsOneClearLineAndExitsOne() throws Exception {
+    try (ServerSocket taken = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+      int port = taken.getLocalPort();
+      Path config =
+          write(
+              "idem.yaml",
+              """
+              server: { host: 127.0.0.1, port: %d }
+              store: { type: memory }
+              pipelines:
+                - id: p
+                  source: { webhook: { path: /p } }
+                  deliver: { stdout: {} }
+              """
+                  .formatted(port));
+
+      // Guards against a hang should the port unexpectedly bind (serve then runs until stopped)
+      Run r =
+          assertTimeoutPreemptively(
+              Duration.ofMinutes(2), () -> idem("serve", "--config", config.toString()));
+
+      assertThat(r.code()).isEqualTo(1);
+      assertThat(r.err())
+          .isEqualTo(
+              "idem: port "
+                  + port
+                  + " is in use; stop the other process or set server.port (or --port)"
+                  + System.lineSeparator());
+    }
   }
 
   @Test

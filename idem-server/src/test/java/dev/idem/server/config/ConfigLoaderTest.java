@@ -74,7 +74,7 @@ class ConfigLoaderTest {
     assertThat(p.webhook().path()).isEqualTo("/hooks/shop/orders");
     assertThat(p.webhook().maxBody()).isEqualTo(1L << 20);
     assertThat(p.webhook().signature().scheme()).isEqualTo(SignatureScheme.SHOPIFY);
-    assertThat(p.webhook().signature().secret()).isEqualTo("s3cr3t, with {braces}");
+    assertThat(p.webhook().signature().secrets()).containsExactly("s3cr3t, with {braces}");
     assertThat(p.webhook().signature().tolerance()).isEqualTo(Duration.ofMinutes(5));
     assertThat(p.dedup().key()).isEqualTo(KeySpec.single("source.id"));
     assertThat(p.dedup().config().ttl()).isEqualTo(Duration.ofHours(24));
@@ -269,7 +269,11 @@ class ConfigLoaderTest {
             pipelines: []
             """);
 
-    assertThat(e.getMessage()).isEqualTo("idem.yaml:2:3: server.port: expected a whole number");
+    assertThat(e.problems())
+        .extracting(ConfigProblem::toString)
+        .containsExactly(
+            "idem.yaml:2:3: server.port: expected a whole number",
+            "idem.yaml:3:1: pipelines: give at least one pipeline (see examples/quickstart.yaml)");
   }
 
   @Test

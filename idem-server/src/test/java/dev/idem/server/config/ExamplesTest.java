@@ -20,7 +20,8 @@ class ExamplesTest {
       Map.of(
           "STRIPE_WEBHOOK_SECRET", "whsec_dGVzdHNlY3JldA==",
           "GITHUB_WEBHOOK_SECRET", "github-secret",
-          "SHOP_SECRET", "shop-secret");
+          "SHOP_SECRET", "shop-secret",
+          "SVIX_WEBHOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
 
   static List<Path> examples() throws IOException {
     try (Stream<Path> files = Files.list(EXAMPLES)) {

@@ -39,6 +39,24 @@ class ValuesTest {
   }
 
   @Test
+  void durationsAndSizesOverTheirBoundAreRefusedWithoutOverflowing() {
+    // 106751991168d is just over Long.MAX_VALUE milliseconds
+    assertThatThrownBy(() -> Durations.parse("106751991168d"))
+        .isInstanceOf(IdemConfigException.class)
+        .hasMessage("must be at most 3650d, got 106751991168d; use a shorter one");
+    assertThatThrownBy(() -> Durations.parse("25h", Duration.ofHours(24)))
+        .hasMessageContaining("at most 1d");
+    assertThat(Durations.parse("3650d")).isEqualTo(Durations.MAX);
+    assertThat(Durations.parse("24h", Duration.ofHours(24))).isEqualTo(Duration.ofHours(24));
+    assertThatThrownBy(() -> DataSizes.parse("999999999999GiB"))
+        .isInstanceOf(IdemConfigException.class)
+        .hasMessageContaining("at most 1024GiB");
+    assertThatThrownBy(() -> DataSizes.parse("65MiB", 64L << 20))
+        .hasMessageContaining("at most 64MiB");
+    assertThat(DataSizes.parse("1024GiB")).isEqualTo(DataSizes.MAX);
+  }
+
+  @Test
   void secretsAreMaskedInUrlsAndHeaders() {
     assertThat(Masking.url("redis://:hunter2@127.0.0.1:6379"))
         .isEqualTo("redis://***@127.0.0.1:6379");

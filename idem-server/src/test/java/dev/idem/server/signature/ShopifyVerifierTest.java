@@ -12,6 +12,8 @@ import dev.idem.ManualTimeSource;
 import dev.idem.server.signature.SignatureException.Reason;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
+import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 
 class ShopifyVerifierTest {
@@ -99,5 +101,63 @@ class ShopifyVerifierTest {
             verifier.deliveryId(
                 utf8(BODY), headers("X-Shopify-Event-Id", "98880550-7158-44d4-b7cd-2c97c8a091b5")))
         .isEmpty();
+  }
+
+  @Test
+  void acceptsTheUnprefixedHeadersShopifysLibrariesAccept() {
+    Function<String, String> unprefixed =
+        headers(
+            "shopify-hmac-sha256",
+            SIGNATURE,
+            "shopify-webhook-id",
+            "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043");
+
+    assertThatCode(() -> verifier.verify(utf8(BODY), unprefixed)).doesNotThrowAnyException();
+    assertThat(verifier.deliveryId(utf8(BODY), unprefixed))
+        .contains("b54557e4-bdd9-4b37-8a5f-bf7d70bcd043");
+    assertThatThrownBy(
+            () ->
+                verifier.verify(
+                    utf8(BODY.replace("29.99", "0.01")), headers("shopify-hmac-sha256", SIGNATURE)))
+        .isInstanceOfSatisfying(
+            SignatureException.class, e -> assertThat(e.reason()).isEqualTo(Reason.INVALID));
+  }
+
+  @Test
+  void theMissingHeaderMessageNamesBothSpellings() {
+    assertThatThrownBy(() -> verifier.verify(utf8(BODY), headers()))
+        .hasMessageContaining("X-Shopify-Hmac-Sha256")
+        .hasMessageContaining("Shopify-Hmac-Sha256) is missing");
+  }
+
+  @Test
+  void theXPrefixedWebhookIdWinsWhenBothAreSent() {
+    assertThat(
+            verifier.deliveryId(
+                utf8(BODY),
+                headers("X-Shopify-Webhook-Id", "w-x", "shopify-webhook-id", "w-plain")))
+        .contains("w-x");
+  }
+
+  @Test
+  void duringARollEitherSecretVerifies() {
+    SignatureVerifier rolling =
+        SignatureVerifiers.create(
+            new SignatureSettings(
+                SignatureScheme.SHOPIFY, List.of("shpss_new_one", SECRET), Duration.ofMinutes(5)),
+            clock);
+    String signedWithNew = base64(hmac(utf8("shpss_new_one"), BODY));
+
+    assertThatCode(() -> rolling.verify(utf8(BODY), headers("X-Shopify-Hmac-Sha256", SIGNATURE)))
+        .doesNotThrowAnyException();
+    assertThatCode(
+            () -> rolling.verify(utf8(BODY), headers("X-Shopify-Hmac-Sha256", signedWithNew)))
+        .doesNotThrowAnyException();
+    assertThatThrownBy(
+            () ->
+                rolling.verify(
+                    utf8(BODY), headers("X-Shopify-Hmac-Sha256", base64(hmac(utf8("x"), BODY)))))
+        .isInstanceOfSatisfying(
+            SignatureException.class, e -> assertThat(e.reason()).isEqualTo(Reason.INVALID));
   }
 }

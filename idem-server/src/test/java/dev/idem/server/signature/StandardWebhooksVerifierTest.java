@@ -14,6 +14,7 @@ import dev.idem.server.signature.SignatureException.Reason;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Base64;
+import java.util.List;
 import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 
@@ -204,5 +205,122 @@ class StandardWebhooksVerifierTest {
   void deliveryIdIsTheWebhookId() {
     assertThat(verifier.deliveryId(utf8(BODY), request(TIMESTAMP, SIGNATURE))).contains(ID);
     assertThat(verifier.deliveryId(utf8(BODY), headers())).isEmpty();
+  }
+
+  // Svix sends the Standard Webhooks scheme under its own header names by default; Svix's
+  // libraries check the same vector as the specification's.
+  private static Function<String, String> svixRequest(long timestamp, String signature) {
+    return headers(
+        "svix-id", ID, "svix-timestamp", Long.toString(timestamp), "svix-signature", signature);
+  }
+
+  @Test
+  void acceptsSvixsDefaultHeaderFamilyWithTheSameVector() {
+    assertThatCode(() -> verifier.verify(utf8(BODY), svixRequest(TIMESTAMP, SIGNATURE)))
+        .doesNotThrowAnyException();
+    assertThat(verifier.deliveryId(utf8(BODY), svixRequest(TIMESTAMP, SIGNATURE))).contains(ID);
+  }
+
+  @Test
+  void svixHeadersAreCheckedAsStrictlyAsTheStandardOnes() {
+    // A tampered body, a stale timestamp and a missing header fail as with webhook-*
+    assertThatThrownBy(() -> verifier.verify(utf8(BODY + " "), svixRequest(TIMESTAMP, SIGNATURE)))
+        .isInstanceOfSatisfying(
+            SignatureException.class, e -> assertThat(e.reason()).isEqualTo(Reason.INVALID))
+        .hasMessageContaining("svix-signature");
+    ManualTimeSource late = new ManualTimeSource(Instant.ofEpochSecond(TIMESTAMP + 301));
+    assertThatThrownBy(
+            () -> verifier(SECRET, late).verify(utf8(BODY), svixRequest(TIMESTAMP, SIGNATURE)))
+        .isInstanceOfSatisfying(
+            SignatureException.class, e -> assertThat(e.reason()).isEqualTo(Reason.STALE))
+        .hasMessageContaining("svix-timestamp");
+    assertThatThrownBy(
+            () -> verifier.verify(utf8(BODY), headers("svix-id", ID, "svix-signature", SIGNATURE)))
+        .isInstanceOfSatisfying(
+            SignatureException.class, e -> assertThat(e.reason()).isEqualTo(Reason.MISSING))
+        .hasMessageContaining("svix-timestamp header is missing");
+  }
+
+  @Test
+  void aRequestWithNeitherFamilyNamesBoth() {
+    assertThatThrownBy(() -> verifier.verify(utf8(BODY), headers()))
+        .isInstanceOfSatisfying(
+            SignatureException.class, e -> assertThat(e.reason()).isEqualTo(Reason.MISSING))
+        .hasMessageContaining("webhook-id header is missing")
+        .hasMessageContaining("svix-id");
+  }
+
+  @Test
+  void theWebhookFamilyWinsWhenBothAreSentAndHeadersAreNeverMixed() {
+    // Given valid webhook-* headers and svix-* headers of another delivery
+    Function<String, String> both =
+        headers(
+            "webhook-id",
+            ID,
+            "webhook-timestamp",
+            Long.toString(TIMESTAMP),
+            "webhook-signature",
+            SIGNATURE,
+            "svix-id",
+            "msg_other",
+            "svix-timestamp",
+            "1",
+            "svix-signature",
+            "v1,AAAA");
+
+    // Then the request verifies, and its key is the webhook-id
+    assertThatCode(() -> verifier.verify(utf8(BODY), both)).doesNotThrowAnyException();
+    assertThat(verifier.deliveryId(utf8(BODY), both)).contains(ID);
+
+    // And a webhook-id with only svix-* signature headers is not verified with them
+    assertThatThrownBy(
+            () ->
+                verifier.verify(
+                    utf8(BODY),
+                    headers(
+                        "webhook-id", ID,
+                        "svix-timestamp", Long.toString(TIMESTAMP),
+                        "svix-signature", SIGNATURE)))
+        .isInstanceOfSatisfying(
+            SignatureException.class, e -> assertThat(e.reason()).isEqualTo(Reason.MISSING))
+        .hasMessageContaining("webhook-timestamp header is missing");
+  }
+
+  @Test
+  void duringARollEitherSecretVerifies() {
+    String fresh = "whsec_" + base64("a-new-standard-webhooks-key-32b!".getBytes());
+    SignatureVerifier rolling =
+        SignatureVerifiers.create(
+            new SignatureSettings(
+                SignatureScheme.STANDARD, List.of(fresh, SECRET), Duration.ofMinutes(5)),
+            clock);
+    String signedWithNew =
+        "v1,"
+            + base64(
+                hmac(
+                    Base64.getDecoder().decode(fresh.substring(6)),
+                    ID + "." + TIMESTAMP + "." + BODY));
+
+    assertThatCode(() -> rolling.verify(utf8(BODY), request(TIMESTAMP, SIGNATURE)))
+        .doesNotThrowAnyException();
+    assertThatCode(() -> rolling.verify(utf8(BODY), request(TIMESTAMP, signedWithNew)))
+        .doesNotThrowAnyException();
+    assertThatThrownBy(() -> verifier.verify(utf8(BODY), request(TIMESTAMP, signedWithNew)))
+        .isInstanceOfSatisfying(
+            SignatureException.class, e -> assertThat(e.reason()).isEqualTo(Reason.INVALID));
+  }
+
+  @Test
+  void everySecretIsCheckedWhenTheSettingsAreMade() {
+    // The check happens in the settings, so check-config reports it, not the first request
+    assertThatThrownBy(
+            () ->
+                new SignatureSettings(
+                    SignatureScheme.STANDARD,
+                    List.of(SECRET, "whsec_not base64!"),
+                    Duration.ofMinutes(5)))
+        .isInstanceOf(IdemConfigException.class)
+        .hasMessageContaining("not base64")
+        .hasMessageNotContaining("not base64!");
   }
 }

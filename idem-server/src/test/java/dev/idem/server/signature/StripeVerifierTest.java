@@ -12,6 +12,7 @@ import dev.idem.ManualTimeSource;
 import dev.idem.server.signature.SignatureException.Reason;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class StripeVerifierTest {
@@ -197,5 +198,32 @@ class StripeVerifierTest {
   private static SignatureVerifier verifierAt(ManualTimeSource clock) {
     return SignatureVerifiers.create(
         new SignatureSettings(SignatureScheme.STRIPE, SECRET, Duration.ofMinutes(5)), clock);
+  }
+
+  @Test
+  void withTwoConfiguredSecretsARequestSignedWithEitherVerifies() {
+    // Given Idem holds the new and the old secret while a roll is under way
+    SignatureVerifier rolling =
+        SignatureVerifiers.create(
+            new SignatureSettings(
+                SignatureScheme.STRIPE,
+                List.of("whsec_old_secret_rolled", SECRET),
+                Duration.ofMinutes(5)),
+            clock);
+    String old = hex(hmac(utf8("whsec_old_secret_rolled"), T + "." + BODY));
+
+    // Then a request signed with only one of them verifies, and one signed with neither does not
+    assertThatCode(
+            () -> rolling.verify(utf8(BODY), headers("Stripe-Signature", "t=" + T + ",v1=" + V1)))
+        .doesNotThrowAnyException();
+    assertThatCode(
+            () -> rolling.verify(utf8(BODY), headers("Stripe-Signature", "t=" + T + ",v1=" + old)))
+        .doesNotThrowAnyException();
+    String other = hex(hmac(utf8("whsec_neither"), T + "." + BODY));
+    assertThatThrownBy(
+            () ->
+                rolling.verify(utf8(BODY), headers("Stripe-Signature", "t=" + T + ",v1=" + other)))
+        .isInstanceOfSatisfying(
+            SignatureException.class, e -> assertThat(e.reason()).isEqualTo(Reason.INVALID));
   }
 }
