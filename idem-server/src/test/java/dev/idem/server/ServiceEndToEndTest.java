@@ -142,6 +142,18 @@ class ServiceEndToEndTest {
     assertThat(received("/orders", "ord-n")).isZero();
   }
 
+  /** Issue 8: a 100-digit integer id is keyed by all its digits. */
+  @Test
+  void aHundredDigitIdIsKeyedExactly() {
+    String id = "7".repeat(100);
+    String neighbour = "7".repeat(99) + "8";
+
+    assertThat(http.post("/hooks/orders", "{\"id\":" + id + "}").statusCode()).isEqualTo(202);
+    assertThat(http.post("/hooks/orders", "{\"id\":" + neighbour + "}").statusCode())
+        .isEqualTo(202);
+    assertThat(http.post("/hooks/orders", "{\"id\":" + id + "}").statusCode()).isEqualTo(200);
+  }
+
   @Test
   void aDownstreamFailureReleasesTheKeySoTheSendersRetryIsDelivered() {
     // given a downstream down for longer than the pipeline retries (2 attempts)
