@@ -538,7 +538,7 @@ final class JsonCanonicalizer {
       }
       int expStart = p;
       while (p < end && isDigit(in[p])) {
-        if (exponent < 1_000_000_000_000_000L) { // far out of range already: stop counting
+        if (exponent < 1_000_000_000_000_000L) { // 1e15: out of range for any input; stop
           exponent = exponent * 10 + (in[p] - '0');
         }
         p++;

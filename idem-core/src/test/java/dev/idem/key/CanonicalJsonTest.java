@@ -214,8 +214,19 @@ class CanonicalJsonTest {
               "1e00000")) {
         assertCanonical("[" + one + "]", "[1]");
       }
+      assertCanonical(
+          "[1e0000000000000000000000000000001, 1e-000000000000000000000001]", "[10,0.1]");
       for (String zero :
-          List.of("0", "-0", "0.0", "-0.0", "0e10", "-0E-5", "0.000e+99999999999", "0e-400")) {
+          List.of(
+              "0",
+              "-0",
+              "0.0",
+              "-0.0",
+              "0e10",
+              "-0E-5",
+              "0.000e+99999999999",
+              "0e-400",
+              "0e-99999999999999999999999999")) {
         assertCanonical("[" + zero + "]", "[0]");
       }
     }
@@ -285,7 +296,10 @@ class CanonicalJsonTest {
               "0.1e-324",
               "1e999999999999",
               "1e-99999999999999999999",
-              "1" + "0".repeat(309))) {
+              "1" + "0".repeat(309),
+              "9e99999999999999999999999999999",
+              "1e-9223372036854775808",
+              "1e9223372036854775807")) {
         NumberOutOfRangeException e =
             catchThrowableOfType(
                 NumberOutOfRangeException.class,
