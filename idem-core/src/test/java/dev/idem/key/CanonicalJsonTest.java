@@ -11,6 +11,7 @@ import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Random;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
@@ -321,8 +322,9 @@ class CanonicalJsonTest {
      */
     @Test
     void agreesWithRfc8785WhereTheDigitsAreTheDoublesShortest() {
-      long seed = new SplittableRandom().nextLong();
-      SplittableRandom random = new SplittableRandom(seed);
+      long seed = new Random().nextLong();
+      System.out.println("agreesWithRfc8785WhereTheDigitsAreTheDoublesShortest seed: " + seed);
+      Random random = new Random(seed);
       for (int i = 0; i < 20_000; i++) {
         StringBuilder digits = new StringBuilder().append((char) ('1' + random.nextInt(9)));
         for (int k = random.nextInt(random.nextBoolean() ? 15 : 25); k > 0; k--) {
@@ -364,7 +366,8 @@ class CanonicalJsonTest {
     /** Every double's RFC 8785 form is a fixed point: Idem reads those digits as they are. */
     @Test
     void everyRfc8785NumberIsAFixedPoint() {
-      long seed = new SplittableRandom().nextLong();
+      long seed = new Random().nextLong();
+      System.out.println("everyRfc8785NumberIsAFixedPoint seed: " + seed);
       SplittableRandom random = new SplittableRandom(seed);
       for (int i = 0; i < 20_000; i++) {
         String rfc8785 = EcmaNumberOracle.toString(JsonModel.randomDouble(random));
