@@ -53,7 +53,7 @@ final class SourceRule implements KeyRule {
   public DedupKey derive(InboundEvent event) {
     int n = sources.size();
     // Per source: a header's value, or where a field's canonical JSON value is in the body.
-    String[] headers = new String[n];
+    @Nullable String[] headers = new String[n];
     int[] starts = new int[n];
     int[] ends = new int[n];
     @Nullable JsonCanonicalizer body = null;
@@ -97,7 +97,7 @@ final class SourceRule implements KeyRule {
             "blank key: value " + (i + 1) + " for " + sources.get(i).spec() + " is empty");
       }
     }
-    byte[][] fields = new byte[n][];
+    byte[] @Nullable [] fields = new byte[n][];
     for (int i = 0; i < n; i++) {
       if (sources.get(i) instanceof KeySource.Field) {
         fields[i] = KeyPart.stringField(values.get(i)).array();
@@ -146,7 +146,7 @@ final class SourceRule implements KeyRule {
         p = o[end] == ',' ? end + 1 : end;
       }
       checkCount(count, " (" + jsonValuesHint() + ")");
-      String[] headers = new String[n];
+      @Nullable String[] headers = new String[n];
       for (int i = 0; i < n; i++) {
         String which = "value " + (i + 1) + " for " + sources.get(i).spec();
         byte first = o[starts[i]];
