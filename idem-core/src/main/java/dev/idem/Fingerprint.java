@@ -22,8 +22,11 @@ public final class Fingerprint {
   }
 
   /**
-   * Returns the SHA-256 fingerprint of raw payload bytes. For JSON payloads whose member order may
-   * vary between resends, use {@link dev.idem.key.CanonicalJson#fingerprint(byte[])}.
+   * Returns the SHA-256 fingerprint of raw payload bytes. For JSON payloads whose member order or
+   * number spelling may vary between resends, use {@link
+   * dev.idem.key.CanonicalJson#fingerprint(byte[])}: it hashes the canonical form, in which numbers
+   * keep their exact decimal value ({@code 1.0} is {@code 1}, but 820982911946154508 and
+   * 820982911946154509 differ) and values keep their JSON type.
    *
    * @param payload the payload
    * @return its fingerprint

@@ -19,13 +19,15 @@ import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 
 /**
- * The default key (principal chain + SHA-256 of the RFC 8785 canonical JSON body) on a 1 KiB
- * webhook body, next to its anchors on the same bytes:
+ * The default key (principal chain + SHA-256 of the canonical JSON body: RFC 8785 with numbers by
+ * their exact decimal value) on a 1 KiB body, next to its anchors on the same bytes, in the same
+ * run:
  *
  * <ul>
  *   <li>{@code rawSha256}: SHA-256 of the raw body, the floor (target: idem at least 25% of it);
@@ -34,10 +36,12 @@ import org.openjdk.jmh.annotations.State;
  *       SHA-256 (target: idem faster).
  * </ul>
  *
- * <p>All three process the same {@link #BODY} ({@value #BODY_BYTES} bytes) once per operation, so
- * bytes/s = ops/s x {@value #BODY_BYTES} and the ops/s ratios are the throughput ratios. Run:
- * {@code java -jar idem-benchmarks/target/benchmarks.jar KeyDerivation -f 1 -wi 5 -w 1 -i 5 -r 1 -t
- * 1} (and {@code -t 2}).
+ * <p>Two bodies ({@link #shape}): {@code order}, a webhook ({@link #BODY}); and {@code numbers},
+ * the same size of numbers in every spelling that the exact form must rewrite (64-bit ids, trailing
+ * zeros, exponents, long decimals). All three benchmarks process the same {@value #BODY_BYTES}
+ * bytes once per operation, so bytes/s = ops/s x {@value #BODY_BYTES} and the ops/s ratios are the
+ * throughput ratios. Run: {@code java -jar idem-benchmarks/target/benchmarks.jar KeyDerivation -f 1
+ * -wi 5 -w 1 -i 5 -r 1 -t 1} (and {@code -t 2}).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.Throughput)
@@ -68,6 +72,18 @@ public class KeyDerivationBenchmark {
           + "5.0,\"discount_application_index\":0}]}],\"shipping_lines\":[{\"code\":\"DHL\","
           + "\"price\":9.99}]}";
 
+  /** {@code numbers}: a JSON object of numbers, built by {@link #numbersBody()}. */
+  static final String[] NUMBERS = {
+    "820982911946154508", "5935178948745", "-12.50", "1.0E3", "0.000001", "129.95", "1e-7",
+    "3.14159265358979323846", "2.5e+2", "100", "0.10", "-0", "18446744073709551615",
+        "6.02214076e23",
+    "1.7976931348623157e308", "42", "0.000012300", "7E-10", "-98765.4321000", "1e21"
+  };
+
+  /** Which body: {@code order} or {@code numbers}. */
+  @Param({"order", "numbers"})
+  public String shape;
+
   private final ObjectMapper mapper = new ObjectMapper();
   private final KeyRule defaultKey = KeyRule.defaultKey();
   private byte[] body;
@@ -77,12 +93,29 @@ public class KeyDerivationBenchmark {
   /** Builds the event and checks the body's size. */
   @Setup
   public void setUp() throws NoSuchAlgorithmException {
-    body = BODY.getBytes(StandardCharsets.UTF_8);
+    body = (shape.equals("numbers") ? numbersBody() : BODY).getBytes(StandardCharsets.UTF_8);
     if (body.length != BODY_BYTES) {
       throw new IllegalStateException("the body is " + body.length + " bytes, not " + BODY_BYTES);
     }
     event = InboundEvent.builder().body(body).principal("https://auth.example", "shop-42").build();
     sha = MessageDigest.getInstance("SHA-256");
+  }
+
+  /**
+   * Returns a {@value #BODY_BYTES}-byte JSON object whose members are {@link #NUMBERS}, cycled,
+   * padded with one string member.
+   */
+  static String numbersBody() {
+    StringBuilder sb = new StringBuilder("{");
+    for (int i = 0; sb.length() < BODY_BYTES - 60; i++) {
+      sb.append('"').append('n').append(i).append("\":").append(NUMBERS[i % NUMBERS.length]);
+      sb.append(',');
+    }
+    sb.append("\"pad\":\"");
+    while (sb.length() < BODY_BYTES - 2) {
+      sb.append('x');
+    }
+    return sb.append("\"}").toString();
   }
 
   /** Idem's default key: principal chain + SHA-256 of the canonical body. */

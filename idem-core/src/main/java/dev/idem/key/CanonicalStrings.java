@@ -116,6 +116,35 @@ final class CanonicalStrings {
     return out.toByteArray();
   }
 
+  /**
+   * Returns the canonical JSON string of {@code s}, with its quotes.
+   *
+   * @throws IllegalArgumentException if {@code s} has a lone surrogate
+   */
+  static byte[] quoted(String s) {
+    byte[] body = encode(s);
+    byte[] json = new byte[body.length + 2];
+    json[0] = '"';
+    System.arraycopy(body, 0, json, 1, body.length);
+    json[json.length - 1] = '"';
+    return json;
+  }
+
+  /**
+   * Whether the canonical JSON string {@code c[start, end)} (with its quotes) is blank: empty or
+   * only whitespace ({@link String#isBlank()}).
+   */
+  static boolean isBlank(byte[] c, int start, int end) {
+    if (end - start == 2) {
+      return true;
+    }
+    byte first = c[start + 1];
+    if (first > ' ' && first != '\\') {
+      return false; // printable ASCII is never whitespace
+    }
+    return decode(c, start + 1, end - 1).isBlank();
+  }
+
   /** Shortens {@code s} for an error message. */
   static String abbreviate(String s) {
     return s.length() <= 64 ? s : s.substring(0, 61) + "...";

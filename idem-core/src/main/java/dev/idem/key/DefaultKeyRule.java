@@ -25,6 +25,8 @@ final class DefaultKeyRule implements KeyRule {
     JsonCanonicalizer c = JsonCanonicalizer.get();
     try {
       c.sha256(body, c.digest);
+    } catch (NumberOutOfRangeException e) {
+      throw e; // it says what to send
     } catch (InvalidJsonException e) {
       throw new KeyDerivationException(
           "the body is not JSON (" + e.problem() + ")" + GIVE_A_KEY, e);

@@ -39,9 +39,9 @@ import org.jspecify.annotations.Nullable;
  * {@link #extract(byte[])} reads the body in one streaming pass, the same I-JSON validation the
  * default key does (so a body with duplicate member names, a lone surrogate or too deep nesting is
  * rejected whatever path is asked for), then walks the path, skipping subtrees that do not match.
- * No tree of objects is built. The value comes back as text: a string as its characters, a number
- * in RFC 8785 canonical form ({@code 1.0}, {@code 1e0} and {@code 1} all give {@code 1}), a boolean
- * as {@code true}/{@code false}, an object or array as its RFC 8785 canonical JSON.
+ * No tree of objects is built. {@link #extractJson(byte[])} returns the value as canonical JSON
+ * (what a field key hashes, so it keeps the value's JSON type and a number's exact value); {@link
+ * #extract(byte[])} as text for people.
  *
  * <p>Immutable and thread-safe; {@code equals} compares the path, not its spelling ({@code
  * source.id} equals {@code id}).
@@ -231,7 +231,10 @@ public final class FieldPath {
   }
 
   /**
-   * Returns the value at this path in a JSON body, as text.
+   * Returns the value at this path in a JSON body, as text for people (a log line, an ordering
+   * label): a string as its characters, anything else as its canonical JSON. The text drops the
+   * JSON type (the string {@code "1"} and the number {@code 1} both give {@code 1}); keys use
+   * {@link #extractJson(byte[])}, which keeps it.
    *
    * @param json the UTF-8 JSON body
    * @return the value: a string's characters, a number in canonical form, {@code true}/{@code
@@ -244,14 +247,46 @@ public final class FieldPath {
     JsonCanonicalizer c = JsonCanonicalizer.get();
     try {
       c.canonicalize(json, 0, json.length);
-      return find(c.out, c.outLen);
+      int p = find(c.out, c.outLen);
+      int end = valueEnd(c.out, p, c.outLen);
+      return c.out[p] == '"'
+          ? CanonicalStrings.decode(c.out, p + 1, end - 1)
+          : new String(c.out, p, end - p, StandardCharsets.UTF_8);
     } finally {
       c.trim();
     }
   }
 
-  /** Finds the value in canonical JSON {@code c[0, len)} (no whitespace, well-formed). */
-  String find(byte[] c, int len) {
+  /**
+   * Returns the value at this path in a JSON body as canonical JSON ({@link CanonicalJson}), the
+   * payload of the {@link KeyPart.Field} a field key hashes: a string with its quotes, a number by
+   * its exact value ({@code 1.0}, {@code 1e0} and {@code 1} all give {@code 1}), {@code true} or
+   * {@code false}, an object or array as its canonical JSON. So values of different JSON types
+   * never read alike.
+   *
+   * @param json the UTF-8 JSON body
+   * @return the value's canonical UTF-8 JSON (a new array)
+   * @throws InvalidJsonException if the body is not I-JSON
+   * @throws KeyDerivationException if the value is missing, {@code null}, or a blank string
+   */
+  public byte[] extractJson(byte[] json) {
+    JsonCanonicalizer c = JsonCanonicalizer.get();
+    try {
+      c.canonicalize(json, 0, json.length);
+      int p = find(c.out, c.outLen);
+      return Arrays.copyOfRange(c.out, p, valueEnd(c.out, p, c.outLen));
+    } finally {
+      c.trim();
+    }
+  }
+
+  /**
+   * Finds the value in canonical JSON {@code c[0, len)} (no whitespace, well-formed) and returns
+   * where it starts; {@link #valueEnd} says where it ends.
+   *
+   * @throws KeyDerivationException if the value is missing, {@code null}, or a blank string
+   */
+  int find(byte[] c, int len) {
     int p = 0;
     for (int s = 0; s < indexes.length; s++) {
       byte b = c[p];
@@ -267,7 +302,6 @@ public final class FieldPath {
         p = element(c, len, p + 1, s);
       }
     }
-    int end = skipValue(c, p, len);
     byte b = c[p];
     if (b == 'n') {
       throw new KeyDerivationException(
@@ -275,18 +309,19 @@ public final class FieldPath {
               + text
               + " is null in the body; a key needs a value: send it or change dedup.key");
     }
-    if (b != '"') {
-      return new String(c, p, end - p, StandardCharsets.UTF_8);
-    }
-    String value = CanonicalStrings.decode(c, p + 1, end - 1);
-    if (value.isBlank()) {
+    if (b == '"' && CanonicalStrings.isBlank(c, p, skipString(c, p))) {
       throw new KeyDerivationException(
           "blank key: field "
               + text
               + " is blank in the body; a key must not be empty or whitespace: send a value or"
               + " change dedup.key");
     }
-    return value;
+    return p;
+  }
+
+  /** Returns the index after the canonical JSON value that starts at {@code c[p]}. */
+  static int valueEnd(byte[] c, int p, int len) {
+    return skipValue(c, p, len);
   }
 
   /** Returns the start of the value of member {@code names[s]} in the object whose body is at p. */

@@ -4,9 +4,9 @@ import dev.idem.KeyDerivationException;
 
 /**
  * Bytes that {@link CanonicalJson} or a {@link FieldPath} cannot read as I-JSON (RFC 7493): not
- * UTF-8, not JSON, a duplicate member name, a lone surrogate, a number outside the IEEE-754 double
- * range, or nesting deeper than {@link CanonicalJson#MAX_DEPTH}. Bad input that a retry will not
- * fix; a service answers {@code 400}.
+ * UTF-8, not JSON, a duplicate member name, a lone surrogate, nesting deeper than {@link
+ * CanonicalJson#MAX_DEPTH}, or a number outside the range keys keep exactly ({@link
+ * NumberOutOfRangeException}). Bad input that a retry will not fix; a service answers {@code 400}.
  */
 public class InvalidJsonException extends KeyDerivationException {
   private static final long serialVersionUID = 1L;
@@ -21,7 +21,19 @@ public class InvalidJsonException extends KeyDerivationException {
    * @param offset the byte offset in the input where the problem was found
    */
   public InvalidJsonException(String problem, int offset) {
-    super("not JSON: " + problem + " at byte " + offset);
+    this("not JSON: " + problem + " at byte " + offset, problem, offset);
+  }
+
+  /**
+   * Creates the exception with its own message, for a subclass whose input is JSON but not what
+   * Idem can read.
+   *
+   * @param message the whole message
+   * @param problem what is wrong
+   * @param offset the byte offset in the input where the problem was found
+   */
+  protected InvalidJsonException(String message, String problem, int offset) {
+    super(message);
     this.problem = problem;
     this.offset = offset;
   }

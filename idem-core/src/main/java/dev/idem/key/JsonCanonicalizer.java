@@ -10,9 +10,9 @@ import java.security.MessageDigest;
 import java.util.Arrays;
 
 /**
- * The RFC 8785 canonicalizer: one streaming pass over UTF-8 JSON bytes that validates them as
- * I-JSON and writes the canonical form into a reusable buffer. Not thread-safe: each thread uses
- * its own instance through {@link #get()}.
+ * The canonicalizer ({@link CanonicalJson}: RFC 8785 with exact numbers): one streaming pass over
+ * UTF-8 JSON bytes that validates them as I-JSON and writes the canonical form into a reusable
+ * buffer. Not thread-safe: each thread uses its own instance through {@link #get()}.
  *
  * <p>How it stays fast: no tree, no strings, and most bytes are copied in bulk. The canonical form
  * of compact JSON is mostly the input itself: the same structural characters, string bytes and
@@ -88,7 +88,6 @@ final class JsonCanonicalizer {
   private int[] orderTmp = new int[32];
   private long[] keys = new long[32];
   private byte[] scratch = new byte[INITIAL];
-  private final byte[] number = new byte[JsonNumbers.MAX_LENGTH];
   private final JsonNumbers numbers = new JsonNumbers();
   private final MessageDigest sha = Sha256Words.newDigest();
 
@@ -539,7 +538,7 @@ final class JsonCanonicalizer {
       }
       int expStart = p;
       while (p < end && isDigit(in[p])) {
-        if (exponent < 1_000_000_000L) { // beyond this only the sign matters
+        if (exponent < 1_000_000_000_000_000L) { // 1e15: out of range for any input; stop
           exponent = exponent * 10 + (in[p] - '0');
         }
         p++;
@@ -553,8 +552,8 @@ final class JsonCanonicalizer {
       }
     }
     pos = p;
-    if (fracStart == fracEnd && !hasExponent && intEnd - intStart <= JsonNumbers.EXACT_DIGITS) {
-      // An integer of at most 15 digits is exact in a double and already canonical, except -0.
+    if (fracStart == fracEnd && !hasExponent && intEnd - intStart <= JsonNumbers.PLAIN_DIGITS) {
+      // An integer of at most 21 digits is already canonical (its exact value, plain), except -0.
       if (negative && intEnd - intStart == 1 && in[intStart] == '0') {
         flush(s);
         out[outLen++] = '0';
@@ -565,31 +564,38 @@ final class JsonCanonicalizer {
     if (!hasExponent && plainDecimalIsCanonical(in, intStart, intEnd, fracStart, fracEnd)) {
       return;
     }
-    int len =
-        numbers.write(
-            in, s, p, negative, intStart, intEnd, fracStart, fracEnd, exponent, number, 0);
-    if (len < 0) {
+    flush(s);
+    // The only output that can outgrow its input: keep room for the rest of the input.
+    ensure(outLen + (p - s) + JsonNumbers.MAX_GROWTH + (end - p) + 64);
+    int o =
+        numbers.write(in, negative, intStart, intEnd, fracStart, fracEnd, exponent, out, outLen);
+    if (o < 0) {
       pos = s;
-      throw error("number outside the IEEE-754 double range");
+      throw outOfRange(s, p);
     }
-    if (len != p - s || !Arrays.equals(number, 0, len, in, s, p)) {
-      flush(s);
-      ensure(outLen + len + (end - p) + 64); // the only output that can outgrow its input
-      System.arraycopy(number, 0, out, outLen, len);
-      outLen += len;
-      runStart = p;
-    }
+    outLen = o;
+    runStart = p;
+  }
+
+  private NumberOutOfRangeException outOfRange(int s, int p) {
+    String text = new String(in, s, Math.min(p - s, 40), StandardCharsets.ISO_8859_1);
+    return new NumberOutOfRangeException(
+        "number "
+            + text
+            + (p - s > 40 ? "..." : "")
+            + " is outside the range that keys keep exactly (a non-zero number needs a magnitude"
+            + " from 1e-324 to below 1e309); send it as a JSON string",
+        s - start);
   }
 
   /**
-   * Whether a decimal without exponent is already canonical: at most 15 digits (so its digits are
-   * the shortest, see {@link JsonNumbers}), no trailing zero in the fraction, and in the range that
-   * ECMAScript writes in plain notation (fewer than 6 zeros after {@code 0.}).
+   * Whether a decimal without exponent is already canonical: no trailing zero in the fraction, at
+   * most {@link JsonNumbers#PLAIN_DIGITS} integer digits, and if the integer part is 0, fewer than
+   * 6 zeros after {@code 0.} (the range written in plain notation).
    */
   private static boolean plainDecimalIsCanonical(
       byte[] in, int intStart, int intEnd, int fracStart, int fracEnd) {
-    if ((intEnd - intStart) + (fracEnd - fracStart) > JsonNumbers.EXACT_DIGITS
-        || in[fracEnd - 1] == '0') {
+    if (intEnd - intStart > JsonNumbers.PLAIN_DIGITS || in[fracEnd - 1] == '0') {
       return false;
     }
     if (in[intStart] != '0') {

@@ -1,46 +1,57 @@
 package dev.idem.key;
 
-import com.fasterxml.jackson.core.io.NumberOutput;
-import java.math.BigDecimal;
-import java.math.BigInteger;
-import java.nio.charset.StandardCharsets;
-import org.jspecify.annotations.Nullable;
-
 /**
- * Numbers the RFC 8785 way: the IEEE-754 double a JSON number denotes, written as ECMAScript's
- * {@code Number.prototype.toString} writes it (shortest digits that round-trip, the closest of
- * those, plain notation for 1e-7 &lt;= |x| &lt; 1e21, else {@code d.ddde±n}; -0 is 0).
+ * Numbers by their exact decimal value, never through a double: the canonical form of a JSON number
+ * is its significant digits (from the first non-zero digit to the last non-zero one) and a decimal
+ * exponent, laid out the way ECMAScript's {@code Number.prototype.toString} lays out digits (plain
+ * notation for 1e-7 &lt;= |x| &lt; 1e21, else {@code d.ddde±n}; every zero is {@code 0}).
  *
- * <p>Two paths. A number whose significant digits number at most 15 and whose magnitude is well
- * inside the normal double range needs no floating point at all: every decimal of at most 15
- * significant digits survives the trip to a double and back, and it is the only such decimal that
- * rounds to that double (adjacent 15-digit decimals are more than four ulps apart), so its digits
- * are the shortest round-trip digits and only the layout changes. Everything else is parsed with
- * {@link Double#parseDouble} and printed with the Schubfach shortest algorithm that jackson-core
- * ships ({@link NumberOutput#toString(double, boolean)}; Java 17's own {@code Double.toString} is
- * not always shortest), whose digits are then laid out the ECMAScript way.
+ * <p>So {@code 1}, {@code 1.0}, {@code 1e0} and {@code 10E-1} are all {@code 1}, and {@code
+ * 820982911946154508} stays {@code 820982911946154508}. Where the digits are the shortest ones of
+ * the number's nearest double (every number of at most 15 significant digits in the normal double
+ * range), this is exactly RFC 8785's form; elsewhere RFC 8785 would round and this keeps every
+ * digit.
  *
- * <p>Not thread-safe (it reuses a digit buffer); each canonicalizer owns one.
+ * <p>Range: a non-zero number's decimal exponent (the {@code e} of {@code d.ddd x 10^e}, {@code 1
+ * <= d.ddd < 10}) must lie in [{@value #MIN_EXPONENT}, {@value #MAX_EXPONENT}], the decimal
+ * exponents of IEEE-754 doubles; anything outside is refused, not rounded (no {@code 1e400} as
+ * infinity, no {@code 1e-400} as 0). The number of digits is not limited.
+ *
+ * <p>Pure digit manipulation: no floating point, no {@code BigDecimal}, no allocation. Not
+ * thread-safe (it holds the number being written); each canonicalizer owns one.
  */
 final class JsonNumbers {
-  /** Significant digits that always survive decimal -> double -> decimal. */
-  static final int EXACT_DIGITS = 15;
+  /** The smallest decimal exponent of a non-zero number ({@code 1e-324}). */
+  static final int MIN_EXPONENT = -324;
 
-  /** The longest canonical number, e.g. {@code -0.0000033333333333333333} is 25 bytes. */
-  static final int MAX_LENGTH = 32;
+  /** The largest decimal exponent of a number ({@code 9.99e308}). */
+  static final int MAX_EXPONENT = 308;
 
-  private final byte[] digits = new byte[32];
+  /** The most digits an integer has in plain notation; longer ones are written {@code d.ddde+n}. */
+  static final int PLAIN_DIGITS = 21;
+
+  /** How many bytes the canonical form can be longer than the number's JSON text. */
+  static final int MAX_GROWTH = 24;
+
+  private static final byte[] NO_INPUT = new byte[0];
+
+  // The digit sequence: the integer digits in[intStart, intEnd), then the fraction digits.
+  private byte[] in = NO_INPUT;
+  private int intStart;
+  private int intLen;
+  private int fracStart;
 
   /**
-   * Writes the canonical form of the JSON number {@code in[s, e)} (already checked against the JSON
-   * grammar and split into parts) at {@code out[o]}.
+   * Writes the canonical form of a JSON number (already checked against the JSON grammar and split
+   * into parts) at {@code out[o]}; {@code out} has room for the number's text plus {@link
+   * #MAX_GROWTH} bytes.
    *
-   * @return the index after the written bytes, or -1 if the number is outside the double range
+   * @param exponent the exponent as written, 0 if none (its magnitude may be clamped to a value far
+   *     beyond the range)
+   * @return the index after the written bytes, or -1 if the number is out of range
    */
   int write(
       byte[] in,
-      int s,
-      int e,
       boolean negative,
       int intStart,
       int intEnd,
@@ -49,176 +60,87 @@ final class JsonNumbers {
       long exponent,
       byte[] out,
       int o) {
-    // Significant digits: from the first non-zero digit of int+frac to the last non-zero one.
-    long n; // the value is 0.D x 10^n
-    int first = intStart;
-    while (first < intEnd && in[first] == '0') {
+    this.in = in;
+    this.intStart = intStart;
+    this.intLen = intEnd - intStart;
+    this.fracStart = fracStart;
+    try {
+      return write(intLen + (fracEnd - fracStart), negative, exponent, out, o);
+    } finally {
+      this.in = NO_INPUT; // do not keep the body reachable from a thread-local
+    }
+  }
+
+  private int write(int total, boolean negative, long exponent, byte[] out, int o) {
+    int first = 0;
+    while (first < total && digit(first) == '0') {
       first++;
     }
-    int count = 0; // digits from the first non-zero one (trailing zeros included)
-    int k = 0; // significant digits (trailing zeros excluded)
-    if (first < intEnd) {
-      n = intEnd - first;
-      for (int i = first; i < intEnd; i++) {
-        count = collect(in[i], count);
-        k = in[i] != '0' ? count : k;
-      }
-      for (int i = fracStart; i < fracEnd; i++) {
-        count = collect(in[i], count);
-        k = in[i] != '0' ? count : k;
-      }
-    } else {
-      first = fracStart;
-      while (first < fracEnd && in[first] == '0') {
-        first++;
-      }
-      n = -(first - fracStart);
-      for (int i = first; i < fracEnd; i++) {
-        count = collect(in[i], count);
-        k = in[i] != '0' ? count : k;
-      }
-    }
-    if (k == 0) {
+    if (first == total) {
       out[o] = '0'; // zero, whatever its sign or exponent
       return o + 1;
     }
-    n += exponent;
-    if (k <= EXACT_DIGITS && n >= -300 && n <= 308) {
-      return layout(digits, k, (int) n, negative, out, o);
+    int last = total - 1;
+    while (digit(last) == '0') {
+      last--;
     }
-    double v = Double.parseDouble(new String(in, s, e - s, StandardCharsets.ISO_8859_1));
-    if (Double.isInfinite(v)) {
+    int k = last - first + 1;
+    long n = intLen - first + exponent; // the value is 0.D x 10^n, D the k significant digits
+    if (n - 1 < MIN_EXPONENT || n - 1 > MAX_EXPONENT) {
       return -1;
     }
-    return writeDouble(v, out, o);
+    return layout(first, k, (int) n, negative, out, o);
   }
 
-  private int collect(byte digit, int count) {
-    if (count < digits.length) {
-      digits[count] = digit;
-    }
-    return count + 1;
+  private byte digit(int i) {
+    return i < intLen ? in[intStart + i] : in[fracStart + i - intLen];
   }
 
-  /**
-   * Returns the ECMAScript {@code Number.prototype.toString} of a finite double.
-   *
-   * @throws IllegalArgumentException if {@code v} is NaN or infinite
-   */
-  String format(double v) {
-    if (!Double.isFinite(v)) {
-      throw new IllegalArgumentException("JSON has no " + v);
+  /** Copies digits {@code [from, from + count)} of the sequence to {@code out[o]}. */
+  private int digits(int from, int count, byte[] out, int o) {
+    int end = from + count;
+    if (from < intLen) {
+      int n = Math.min(end, intLen) - from;
+      System.arraycopy(in, intStart + from, out, o, n);
+      o += n;
+      from += n;
     }
-    byte[] out = new byte[MAX_LENGTH];
-    int len = writeDouble(v, out, 0);
-    return new String(out, 0, len, StandardCharsets.US_ASCII);
-  }
-
-  private int writeDouble(double v, byte[] out, int o) {
-    if (v == 0) {
-      out[o] = '0';
-      return o + 1;
+    if (from < end) {
+      System.arraycopy(in, fracStart + from - intLen, out, o, end - from);
+      o += end - from;
     }
-    double abs = Math.abs(v);
-    // Java notation: "123.45", "0.001", "1.0E21", "4.9E-324".
-    String java = NumberOutput.toString(abs, true);
-    int mark = java.indexOf('E');
-    int mantissaEnd = mark < 0 ? java.length() : mark;
-    int exp10 = mark < 0 ? 0 : Integer.parseInt(java, mark + 1, java.length(), 10);
-    int count = 0;
-    int point = -1;
-    for (int i = 0; i < mantissaEnd; i++) {
-      char c = java.charAt(i);
-      if (c == '.') {
-        point = count;
-      } else {
-        digits[count++] = (byte) c;
-      }
-    }
-    int n = (point < 0 ? count : point) + exp10;
-    int firstDigit = 0;
-    while (digits[firstDigit] == '0') {
-      firstDigit++;
-      n--;
-    }
-    int k = count;
-    while (digits[k - 1] == '0') {
-      k--;
-    }
-    System.arraycopy(digits, firstDigit, digits, 0, k - firstDigit);
-    k -= firstDigit;
-    if (k == 2 && abs < Double.MIN_NORMAL) {
-      // Java picks among 2-digit decimals when a 1-digit one also round-trips (4.9E-324);
-      // ECMAScript wants the 1-digit one (5e-324). Only subnormals are coarse enough for that.
-      int[] shortened = shortestSubnormal(abs, digits[0] - '0', n);
-      if (shortened != null) {
-        digits[0] = (byte) ('0' + shortened[0]);
-        k = 1;
-        n = shortened[1];
-      }
-    }
-    return layout(digits, k, n, v < 0, out, o);
+    return o;
   }
 
   /**
-   * Returns {digit, n} of the one-digit decimal {@code digit x 10^(n-1)} closest to {@code abs}
-   * that still rounds to it (ties to the even digit), or null if none does.
+   * Writes the {@code k} digits at {@code first} with value {@code 0.D x 10^n} in ECMAScript's
+   * layout.
    */
-  private static int @Nullable [] shortestSubnormal(double abs, int lead, int n) {
-    BigDecimal exact = new BigDecimal(abs);
-    int @Nullable [] best = null;
-    @Nullable BigDecimal bestDistance = null;
-    for (int d = lead; d <= lead + 1; d++) {
-      int digit = d == 10 ? 1 : d;
-      int exp = d == 10 ? n + 1 : n;
-      if (digit == 0) {
-        continue;
-      }
-      BigDecimal candidate = new BigDecimal(BigInteger.valueOf(digit), -(exp - 1));
-      if (Double.parseDouble(digit + "e" + (exp - 1)) != abs) {
-        continue;
-      }
-      BigDecimal distance = candidate.subtract(exact).abs();
-      int c = bestDistance == null ? -1 : distance.compareTo(bestDistance);
-      if (c < 0 || (c == 0 && digit % 2 == 0)) {
-        best = new int[] {digit, exp};
-        bestDistance = distance;
-      }
-    }
-    return best;
-  }
-
-  /** Writes digits {@code d[0, k)} with value {@code 0.d x 10^n} in ECMAScript notation. */
-  static int layout(byte[] d, int k, int n, boolean negative, byte[] out, int o) {
+  private int layout(int first, int k, int n, boolean negative, byte[] out, int o) {
     if (negative) {
       out[o++] = '-';
     }
-    if (k <= n && n <= 21) {
-      System.arraycopy(d, 0, out, o, k);
-      o += k;
+    if (k <= n && n <= PLAIN_DIGITS) {
+      o = digits(first, k, out, o);
       for (int i = k; i < n; i++) {
         out[o++] = '0';
       }
-    } else if (0 < n && n <= 21) {
-      System.arraycopy(d, 0, out, o, n);
-      o += n;
+    } else if (0 < n && n <= PLAIN_DIGITS) {
+      o = digits(first, n, out, o);
       out[o++] = '.';
-      System.arraycopy(d, n, out, o, k - n);
-      o += k - n;
+      o = digits(first + n, k - n, out, o);
     } else if (-6 < n && n <= 0) {
       out[o++] = '0';
       out[o++] = '.';
       for (int i = n; i < 0; i++) {
         out[o++] = '0';
       }
-      System.arraycopy(d, 0, out, o, k);
-      o += k;
+      o = digits(first, k, out, o);
     } else {
-      out[o++] = d[0];
+      out[o++] = digit(first);
       if (k > 1) {
         out[o++] = '.';
-        System.arraycopy(d, 1, out, o, k - 1);
-        o += k - 1;
+        o = digits(first + 1, k - 1, out, o);
       }
       out[o++] = 'e';
       int e = n - 1;

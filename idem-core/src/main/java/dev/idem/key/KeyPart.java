@@ -8,8 +8,9 @@ import java.util.List;
 /**
  * One typed component of key material. {@link KeyEncoding} writes each part with its type tag and
  * length, so parts of different types never encode alike: the text {@code "1"}, the integer {@code
- * 1}, the JSON value {@code 1}, a body field whose value is {@code 1} and a header whose value is
- * {@code 1} are five different keys.
+ * 1}, the JSON value {@code 1}, a body field whose value is the number {@code 1}, a body field
+ * whose value is the string {@code "1"} and a header whose value is {@code 1} are six different
+ * keys.
  *
  * <p>Parts are immutable values with content equality; array contents are copied in and out.
  */
@@ -56,8 +57,9 @@ public sealed interface KeyPart
   }
 
   /**
-   * Returns a JSON part (tag {@code 0x04}) holding the RFC 8785 canonical form of a JSON value, so
-   * two spellings of the same value are the same part.
+   * Returns a JSON part (tag {@code 0x04}) holding the canonical form of a JSON value ({@link
+   * CanonicalJson}: RFC 8785, but numbers by their exact value), so two spellings of the same value
+   * are the same part.
    *
    * @param json UTF-8 JSON
    * @return the part
@@ -91,15 +93,30 @@ public sealed interface KeyPart
   }
 
   /**
-   * Returns a field part (tag {@code 0x07}): the value of a body field as {@link FieldPath#extract}
-   * renders it. What {@link KeyRule#field(String)} keys on.
+   * Returns a field part (tag {@code 0x07}): the JSON value of a body field, in canonical form, so
+   * it keeps its JSON type (the string {@code "123"} and the number {@code 123} are different
+   * parts) and a number its exact value ({@code 1.0} and {@code 1} are one part). What {@link
+   * KeyRule#field(String)} keys on; {@link FieldPath#extractJson(byte[])} reads such a value.
    *
-   * @param value the field's value text
+   * @param json the value as UTF-8 JSON, e.g. {@code "A-1"} (with its quotes) or {@code 42}
+   * @return the part
+   * @throws InvalidJsonException if the bytes are not one I-JSON value
+   */
+  static Field field(byte[] json) {
+    return new Field(json);
+  }
+
+  /**
+   * Returns the field part of a field whose value is a JSON string: {@code stringField("A-1")} is
+   * {@code field("\"A-1\"")}.
+   *
+   * @param value the string's characters
    * @return the part
    * @throws dev.idem.KeyDerivationException if the text has a lone surrogate
    */
-  static Field field(String value) {
-    return new Field(value);
+  static Field stringField(String value) {
+    KeyWriter.checkUnicode(value, "a field key part");
+    return new Field(CanonicalStrings.quoted(value));
   }
 
   /**
@@ -179,7 +196,7 @@ public sealed interface KeyPart
   record Int64(long value) implements KeyPart {}
 
   /**
-   * A JSON value in RFC 8785 canonical form.
+   * A JSON value in canonical form ({@link CanonicalJson}).
    *
    * @param canonical the canonical UTF-8 bytes (a copy)
    */
@@ -293,18 +310,47 @@ public sealed interface KeyPart
   }
 
   /**
-   * The value of a body field, as text (see {@link FieldPath#extract(byte[])}).
+   * The JSON value of a body field, in canonical form.
    *
-   * @param value the value text
+   * @param json the canonical UTF-8 JSON of the value (a copy)
    */
-  record Field(String value) implements KeyPart {
+  record Field(byte[] json) implements KeyPart {
     /**
-     * Validates the text.
+     * Canonicalizes the value (a no-op copy for input that is already canonical).
      *
-     * @throws dev.idem.KeyDerivationException if the text has a lone surrogate
+     * @throws InvalidJsonException if the bytes are not one I-JSON value
      */
     public Field {
-      KeyWriter.checkUnicode(value, "a field key part");
+      json = CanonicalJson.canonicalize(json);
+    }
+
+    /**
+     * Returns a copy of the canonical bytes.
+     *
+     * @return the canonical UTF-8 JSON of the value
+     */
+    @Override
+    public byte[] json() {
+      return json.clone();
+    }
+
+    byte[] array() {
+      return json;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Field f && Arrays.equals(f.json, json);
+    }
+
+    @Override
+    public int hashCode() {
+      return Arrays.hashCode(json);
+    }
+
+    @Override
+    public String toString() {
+      return "Field[" + new String(json, StandardCharsets.UTF_8) + "]";
     }
   }
 

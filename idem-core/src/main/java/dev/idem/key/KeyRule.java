@@ -24,7 +24,7 @@ import org.jspecify.annotations.Nullable;
  *     <tr><td>{@link #header(String)}</td><td>{@code header("X-Id")}</td><td>{@code
  *         [Header(value)]}</td></tr>
  *     <tr><td>{@link #field(String)}</td><td>{@code source.order.id}</td><td>{@code
- *         [Field(value)]}</td></tr>
+ *         [Field(canonical JSON of the value)]}</td></tr>
  *     <tr><td>{@link #fields(List)}, {@link #parse(List)}</td><td>{@code [source.shop,
  *         header("X-Id")]}</td><td>one {@code Field} or {@code Header} part per entry, in
  *         order</td></tr>
@@ -34,13 +34,14 @@ import org.jspecify.annotations.Nullable;
  * </table>
  *
  * <p>Parts are typed by where their value came from, so rules of different kinds never collide: a
- * header whose value is {@code x}, a field whose value is {@code x} and a key function that returns
- * {@code x} give three different keys, and changing a step's rule from a header to a field starts a
- * new key space. Within one kind the value is the identity: {@code header("X-A")} and {@code
- * header("X-B")} give the same key for the same value, and a field whose value is the string {@code
- * "1"} keys like one whose value is the number {@code 1} (both have the text {@code 1}; see {@link
- * FieldPath#extract(byte[])}). Explicit keys hold no caller identity: include it yourself where two
- * callers must not dedupe each other.
+ * header whose value is {@code x}, a field whose value is {@code "x"} and a key function that
+ * returns {@code x} give three different keys, and changing a step's rule from a header to a field
+ * starts a new key space. Within one kind the value is the identity: {@code header("X-A")} and
+ * {@code header("X-B")} give the same key for the same value. A field's value keeps its JSON type
+ * and a number its exact value (see {@link FieldPath#extractJson(byte[])}): the number {@code 123},
+ * the string {@code "123"} and the number {@code 123.5} are three keys, {@code 123} and {@code
+ * 123.0} one; {@code true} and {@code "true"}, {@code {}} and {@code "{}"} are two each. Explicit
+ * keys hold no caller identity: include it yourself where two callers must not dedupe each other.
  *
  * <p>An event the rule cannot key is a {@link KeyDerivationException} (a service answers {@code
  * 400}), never a key: a missing or blank value, a {@code null} field, a body that is not I-JSON.
@@ -61,9 +62,9 @@ public interface KeyRule {
   /**
    * Returns the key this rule gives an event whose key values are {@code values}, without the
    * event: for admin tools that look a key up by its raw value (an order id, a delivery id). A
-   * field or header rule takes one value per entry, in order (a field's value as {@link
-   * FieldPath#extract(byte[])} reads it, e.g. {@code 1} for the number 1); a function rule takes
-   * the one text it would return.
+   * field or header rule takes one text per entry, in order: a header's value, or the characters of
+   * a field whose value is a JSON <em>string</em> (for a field holding a number or another JSON
+   * type, use {@link #keyOfJson(String)}); a function rule takes the one text it would return.
    *
    * @param values the key's raw values, one per part
    * @return the key an event with these values gets
@@ -76,6 +77,27 @@ public interface KeyRule {
         "the key rule "
             + this
             + " has no raw key values; look the key up by its 64-digit hex digest instead");
+  }
+
+  /**
+   * Returns the key this rule gives an event whose key values are {@code values}, given with their
+   * JSON types: a JSON array with one element per entry of a field or header rule, in order, each
+   * the value as it is in the event: a field's value as the JSON it has in the body ({@code "A-1"}
+   * with its quotes for a string, {@code 820982911946154508} for a number, which keeps its exact
+   * value, also {@code true} or an object), a header's value as a JSON string. E.g. {@code
+   * ["shop-1",42]} for {@code [source.shop, source.n]}.
+   *
+   * @param values a JSON array of the key's values
+   * @return the key an event with these values gets
+   * @throws KeyDerivationException if the text is not such an array, the count does not match the
+   *     rule, a value is null or blank, or a header's value is not a string
+   * @throws IdemConfigException if the rule has no raw values (a function rule or the default key)
+   */
+  default DedupKey keyOfJson(String values) {
+    throw new IdemConfigException(
+        "the key rule "
+            + this
+            + " has no JSON key values; look the key up by its 64-digit hex digest instead");
   }
 
   /**
@@ -130,12 +152,16 @@ public interface KeyRule {
 
   /**
    * Returns the default key: the caller's principal chain (issuer and subject of the principal and
-   * of each delegation actor, in order) plus SHA-256 of the body in RFC 8785 canonical JSON. Two
-   * bodies that differ only in member order, whitespace, escapes or number spelling are duplicates;
-   * two callers, or two delegates of one caller, sending the same body are not.
+   * of each delegation actor, in order) plus SHA-256 of the body in canonical JSON ({@link
+   * CanonicalJson}: RFC 8785, but numbers by their exact decimal value). Two bodies that differ
+   * only in member order, whitespace, escapes or number spelling ({@code 1}, {@code 1.0}, {@code
+   * 10E-1}) are duplicates; bodies that differ in a value or a value's JSON type ({@code 123} and
+   * {@code "123"}, 820982911946154508 and 820982911946154509) are not; two callers, or two
+   * delegates of one caller, sending the same body are not.
    *
    * <p>An absent or empty body, or one that is not I-JSON, is a {@link KeyDerivationException}
-   * saying to give a key. A JSON {@code null} body is keyable.
+   * saying to give a key; a number outside the exact range is a {@link NumberOutOfRangeException}.
+   * A JSON {@code null} body is keyable.
    *
    * @return the rule
    */

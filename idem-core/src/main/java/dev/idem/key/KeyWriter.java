@@ -76,7 +76,7 @@ final class KeyWriter {
     if (part instanceof KeyPart.Text t) {
       text(TEXT, t.value());
     } else if (part instanceof KeyPart.Field f) {
-      text(FIELD, f.value());
+      bytes(FIELD, f.array());
     } else if (part instanceof KeyPart.Header h) {
       text(HEADER, h.value());
     } else if (part instanceof KeyPart.Bytes b) {
@@ -106,18 +106,23 @@ final class KeyWriter {
 
   /** Writes a byte-valued component: tag, length, bytes. */
   void bytes(int tag, byte[] value) {
+    bytes(tag, value, 0, value.length);
+  }
+
+  /** Writes a byte-valued component from {@code value[off, off + length)}. */
+  void bytes(int tag, byte[] value, int off, int length) {
     ensure(5);
     buf[len++] = (byte) tag;
-    putInt(value.length);
-    if (hashing && value.length > DIRECT) {
+    putInt(length);
+    if (hashing && length > DIRECT) {
       digestClean = false;
       sha.update(buf, 0, len);
       len = 0;
-      sha.update(value);
+      sha.update(value, off, length);
     } else {
-      ensure(value.length);
-      System.arraycopy(value, 0, buf, len, value.length);
-      len += value.length;
+      ensure(length);
+      System.arraycopy(value, off, buf, len, length);
+      len += length;
     }
   }
 

@@ -3,6 +3,7 @@ package dev.idem.key;
 import dev.idem.DedupKey;
 import dev.idem.IdemConfigException;
 import dev.idem.KeyDerivationException;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
@@ -51,46 +52,44 @@ final class SourceRule implements KeyRule {
   @Override
   public DedupKey derive(InboundEvent event) {
     int n = sources.size();
-    String[] values = new String[n];
+    // Per source: a header's value, or where a field's canonical JSON value is in the body.
+    @Nullable String[] headers = new String[n];
+    int[] starts = new int[n];
+    int[] ends = new int[n];
     @Nullable JsonCanonicalizer body = null;
     try {
       for (int i = 0; i < n; i++) {
         KeySource source = sources.get(i);
         if (source instanceof KeySource.Header h) {
-          values[i] = h.value(event);
+          headers[i] = h.value(event);
         } else {
           FieldPath path = ((KeySource.Field) source).path();
           if (body == null) {
             body = canonicalBody(event, path);
           }
-          values[i] = path.find(body.out, body.outLen);
+          starts[i] = path.find(body.out, body.outLen);
+          ends[i] = FieldPath.valueEnd(body.out, starts[i], body.outLen);
         }
       }
+      KeyWriter w = KeyWriter.get().start(n, true);
+      for (int i = 0; i < n; i++) {
+        if (headers[i] != null) {
+          w.text(KeyWriter.HEADER, headers[i]);
+        } else {
+          w.bytes(KeyWriter.FIELD, body.out, starts[i], ends[i] - starts[i]);
+        }
+      }
+      return w.key();
     } finally {
       if (body != null) {
         body.trim();
       }
     }
-    KeyWriter w = KeyWriter.get().start(n, true);
-    for (int i = 0; i < n; i++) {
-      w.text(sources.get(i).tag(), values[i]);
-    }
-    return w.key();
   }
 
   @Override
   public DedupKey keyOf(List<String> values) {
-    int n = sources.size();
-    if (values.size() != n) {
-      throw new KeyDerivationException(
-          "the key rule "
-              + this
-              + " takes "
-              + n
-              + (n == 1 ? " value" : " values (a JSON array of them, in order)")
-              + ", got "
-              + values.size());
-    }
+    int n = checkCount(values.size(), "");
     for (int i = 0; i < n; i++) {
       String value = values.get(i);
       if (value == null || value.isBlank()) {
@@ -98,11 +97,111 @@ final class SourceRule implements KeyRule {
             "blank key: value " + (i + 1) + " for " + sources.get(i).spec() + " is empty");
       }
     }
+    byte[] @Nullable [] fields = new byte[n][];
+    for (int i = 0; i < n; i++) {
+      if (sources.get(i) instanceof KeySource.Field) {
+        fields[i] = KeyPart.stringField(values.get(i)).array();
+      } else {
+        KeyWriter.checkUnicode(values.get(i), "a header key part");
+      }
+    }
     KeyWriter w = KeyWriter.get().start(n, true);
     for (int i = 0; i < n; i++) {
-      w.text(sources.get(i).tag(), values.get(i));
+      if (fields[i] != null) {
+        w.bytes(KeyWriter.FIELD, fields[i]);
+      } else {
+        w.text(KeyWriter.HEADER, values.get(i));
+      }
     }
     return w.key();
+  }
+
+  @Override
+  public DedupKey keyOfJson(String values) {
+    int n = sources.size();
+    KeyWriter.checkUnicode(values, "the key's values");
+    byte[] bytes = values.getBytes(StandardCharsets.UTF_8);
+    JsonCanonicalizer c = JsonCanonicalizer.get();
+    try {
+      try {
+        c.canonicalize(bytes, 0, bytes.length);
+      } catch (InvalidJsonException e) {
+        throw new KeyDerivationException(
+            "the key's values are not JSON (" + e.problem() + "); " + jsonValuesHint(), e);
+      }
+      byte[] o = c.out;
+      if (o[0] != '[') {
+        throw new KeyDerivationException(
+            "the key's values are not a JSON array; " + jsonValuesHint());
+      }
+      int[] starts = new int[n];
+      int[] ends = new int[n];
+      int count = 0;
+      for (int p = 1; o[p] != ']'; count++) {
+        int end = FieldPath.valueEnd(o, p, c.outLen);
+        if (count < n) {
+          starts[count] = p;
+          ends[count] = end;
+        }
+        p = o[end] == ',' ? end + 1 : end;
+      }
+      checkCount(count, " (" + jsonValuesHint() + ")");
+      @Nullable String[] headers = new String[n];
+      for (int i = 0; i < n; i++) {
+        String which = "value " + (i + 1) + " for " + sources.get(i).spec();
+        byte first = o[starts[i]];
+        if (first == 'n') {
+          throw new KeyDerivationException(which + " is null; a key needs a value");
+        }
+        if (first == '"' && CanonicalStrings.isBlank(o, starts[i], ends[i])) {
+          throw new KeyDerivationException("blank key: " + which + " is empty");
+        }
+        if (sources.get(i) instanceof KeySource.Header) {
+          if (first != '"') {
+            throw new KeyDerivationException(
+                which + " must be a JSON string (a header's value is text)");
+          }
+          headers[i] = CanonicalStrings.decode(o, starts[i] + 1, ends[i] - 1);
+        }
+      }
+      KeyWriter w = KeyWriter.get().start(n, true);
+      for (int i = 0; i < n; i++) {
+        if (headers[i] != null) {
+          w.text(KeyWriter.HEADER, headers[i]);
+        } else {
+          w.bytes(KeyWriter.FIELD, o, starts[i], ends[i] - starts[i]);
+        }
+      }
+      return w.key();
+    } finally {
+      c.trim();
+    }
+  }
+
+  private String jsonValuesHint() {
+    return "give a JSON array of "
+        + sources.size()
+        + (sources.size() == 1 ? " value" : " values")
+        + " for "
+        + this
+        + ", each as it is in the event: a field's string in quotes, a number as a number, e.g."
+        + " [\"shop-1\",42]";
+  }
+
+  private int checkCount(int count, String hint) {
+    int n = sources.size();
+    if (count != n) {
+      throw new KeyDerivationException(
+          "the key rule "
+              + this
+              + " takes "
+              + n
+              + (n == 1 ? " value" : " values (a JSON array of them, in order)")
+              + ", got "
+              + count
+              + hint);
+    }
+    return n;
   }
 
   /** Reads the body once for all the rule's fields. */
@@ -118,6 +217,9 @@ final class SourceRule implements KeyRule {
     JsonCanonicalizer c = JsonCanonicalizer.get();
     try {
       c.canonicalize(bytes, 0, bytes.length);
+    } catch (NumberOutOfRangeException e) {
+      c.trim();
+      throw e; // it says what to send
     } catch (InvalidJsonException e) {
       c.trim();
       throw new KeyDerivationException(

@@ -56,9 +56,12 @@ final class EcmaNumberOracle {
   }
 
   private static String layout(BigDecimal d) {
-    String s = d.unscaledValue().toString();
+    return layout(d.unscaledValue().toString(), exponent(d) + 1);
+  }
+
+  /** ECMAScript's layout of digits {@code s} (no leading or trailing zeros) worth 0.s x 10^n. */
+  static String layout(String s, int n) {
     int k = s.length();
-    int n = exponent(d) + 1;
     if (k <= n && n <= 21) {
       return s + "0".repeat(n - k);
     }

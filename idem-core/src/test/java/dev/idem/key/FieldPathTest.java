@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.IdemConfigException;
 import dev.idem.KeyDerivationException;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
@@ -130,6 +131,22 @@ class FieldPathTest {
     }
 
     @Test
+    void extractJsonKeepsTheJsonType() {
+      assertThat(json("id")).isEqualTo("\"ord_1\"");
+      assertThat(json("order.total")).isEqualTo("19.9");
+      assertThat(json("order.paid")).isEqualTo("true");
+      assertThat(json("order.items[1].qty")).isEqualTo("1");
+      assertThat(json("order.items[1].attrs")).isEqualTo("{\"a\":[1],\"z\":1}");
+      FieldPath n = FieldPath.parse("n");
+      assertThat(n.extractJson(utf8("{\"n\":820982911946154508.000}")))
+          .isEqualTo(utf8("820982911946154508"));
+      assertThat(n.extractJson(utf8("{\"n\":\"a\\u0000\"}"))).isEqualTo(utf8("\"a\\u0000\""));
+      assertThatThrownBy(() -> n.extractJson(utf8("{\"n\":\" \\t\"}")))
+          .hasMessageContaining("blank key");
+      assertThatThrownBy(() -> n.extractJson(utf8("{\"n\":null}"))).hasMessageContaining("null");
+    }
+
+    @Test
     void objectsAndArraysComeBackAsCanonicalJson() {
       assertThat(extract("order.items[1].attrs")).isEqualTo("{\"a\":[1],\"z\":1}");
       assertThat(extract("order.items[0].tags")).isEqualTo("[\"x\",\"y\"]");
@@ -212,6 +229,10 @@ class FieldPathTest {
 
     private String extract(String path) {
       return FieldPath.parse(path).extract(ORDER);
+    }
+
+    private String json(String path) {
+      return new String(FieldPath.parse(path).extractJson(ORDER), StandardCharsets.UTF_8);
     }
   }
 }

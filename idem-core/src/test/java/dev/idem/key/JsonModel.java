@@ -10,10 +10,11 @@ import java.util.SplittableRandom;
 import java.util.TreeMap;
 
 /**
- * Random JSON values for property tests, with an independent reference serializer for the RFC 8785
+ * Random JSON values for property tests, with an independent reference serializer for the canonical
  * form (a TreeMap ordered by {@link String#compareTo}, which compares UTF-16 code units, and {@link
- * EcmaNumberOracle} for numbers) and a random, valid, non-canonical serializer (shuffled members,
- * random whitespace, random escapes, random number spellings).
+ * ExactNumberOracle} for numbers, which are {@link BigDecimal}s) and a random, valid, non-canonical
+ * serializer (shuffled members, random whitespace, random escapes, random spellings of each
+ * number's exact value).
  */
 final class JsonModel {
   /** JSON null (maps and lists here hold no Java nulls). */
@@ -85,7 +86,7 @@ final class JsonModel {
         yield list;
       }
       case 2 -> randomString(r);
-      case 3 -> randomDouble(r);
+      case 3 -> randomDecimal(r);
       case 4 -> r.nextBoolean();
       default -> NULL;
     };
@@ -118,6 +119,35 @@ final class JsonModel {
       case 4 -> Math.pow(10, r.nextInt(-9, 25)) * (r.nextBoolean() ? 1 : -1);
       case 5 -> Double.longBitsToDouble(r.nextLong(1, 1L << 52)); // subnormal
       default -> r.nextBoolean() ? 0.0 : -0.0;
+    };
+  }
+
+  /**
+   * A random number, by exact value: small integers, money, 64-bit ids, doubles (their exact
+   * expansion and their shortest digits), long digit strings, and the edges of the range.
+   */
+  static BigDecimal randomDecimal(SplittableRandom r) {
+    return switch (r.nextInt(9)) {
+      case 0 -> BigDecimal.valueOf(r.nextInt(-1000, 1000));
+      case 1 -> BigDecimal.valueOf(r.nextLong(), 2); // money-like
+      case 2 -> BigDecimal.valueOf(r.nextLong()); // 64-bit ids
+      case 3 -> new BigDecimal(randomDouble(r)); // a double's exact value
+      case 4 -> new BigDecimal(EcmaNumberOracle.toString(randomDouble(r))); // its shortest digits
+      case 5 -> {
+        StringBuilder digits = new StringBuilder();
+        for (int i = 1 + r.nextInt(40); i > 0; i--) {
+          digits.append((char) ('0' + r.nextInt(10)));
+        }
+        BigDecimal d = new BigDecimal(new java.math.BigInteger(digits.toString()), 0);
+        int precision = d.precision();
+        // Any scale that keeps the decimal exponent (precision - 1 - scale) inside [-324, 308].
+        int scale = r.nextInt(precision - 1 - 308, precision - 1 + 324 + 1);
+        d = new BigDecimal(d.unscaledValue(), scale);
+        yield r.nextBoolean() ? d : d.negate();
+      }
+      case 6 -> new BigDecimal(ExactNumberOracle.EDGES[r.nextInt(ExactNumberOracle.EDGES.length)]);
+      case 7 -> BigDecimal.valueOf(r.nextLong()).movePointLeft(r.nextInt(0, 30)); // long decimals
+      default -> BigDecimal.ZERO.setScale(r.nextInt(-5, 5));
     };
   }
 
@@ -155,8 +185,8 @@ final class JsonModel {
       sb.append(']');
     } else if (v instanceof String s) {
       canonicalString(s, sb);
-    } else if (v instanceof Double d) {
-      sb.append(EcmaNumberOracle.toString(d));
+    } else if (v instanceof BigDecimal d) {
+      sb.append(ExactNumberOracle.canonical(d));
     } else if (v instanceof Boolean b) {
       sb.append(b);
     } else {
@@ -232,7 +262,7 @@ final class JsonModel {
       sb.append(']');
     } else if (v instanceof String s) {
       spellString(s, r, sb);
-    } else if (v instanceof Double d) {
+    } else if (v instanceof BigDecimal d) {
       sb.append(spellNumber(d, r));
     } else if (v instanceof Boolean b) {
       sb.append(b);
@@ -269,38 +299,44 @@ final class JsonModel {
     sb.append('"');
   }
 
-  /** A random JSON spelling of a double: every one of them denotes exactly this double. */
-  static String spellNumber(double d, SplittableRandom r) {
-    String shortest = EcmaNumberOracle.toString(d);
-    BigDecimal exact = new BigDecimal(d);
-    String sign = d < 0 || (d == 0 && 1 / d < 0) ? "-" : "";
+  /** A random JSON spelling of a number: every one of them denotes exactly this value. */
+  static String spellNumber(BigDecimal d, SplittableRandom r) {
+    String sign = d.signum() < 0 || (d.signum() == 0 && r.nextInt(4) == 0) ? "-" : "";
+    BigDecimal abs = d.abs();
+    int exponent = abs.precision() - 1 - abs.scale(); // of the leading digit
     return switch (r.nextInt(6)) {
-      case 0 -> shortest;
-      case 1 -> Double.toString(d); // e.g. 1.0E-5, -0.0
-      case 2 -> exact.toString(); // exact, maybe with E notation
-      case 3 ->
-          exact.abs().compareTo(new BigDecimal("1e30")) < 0
-              ? sign + exact.abs().toPlainString()
-              : shortest;
+      case 0 -> ExactNumberOracle.canonical(d);
+      case 1 -> sign + abs; // BigDecimal notation: 1.5E+7, 0.00012, 12300
+      case 2 ->
+          Math.abs(exponent) < 60 ? sign + abs.toPlainString() : ExactNumberOracle.canonical(d);
+      case 3 -> {
+        // The digits as an integer mantissa and an exponent: 12.5 -> 125e-1, 1250E-2, 125e-1.
+        int extraZeros = abs.signum() == 0 ? 0 : r.nextInt(3);
+        String mantissa = abs.unscaledValue().toString() + "0".repeat(extraZeros);
+        long e = -(long) abs.scale() - extraZeros;
+        String mark = r.nextBoolean() ? "e" : "E";
+        String plus = e >= 0 && r.nextBoolean() ? "+" : "";
+        yield sign + mantissa + mark + plus + e;
+      }
       case 4 -> {
-        // Shift the shortest digits' decimal point into the exponent: 12.5 -> 1250e-2, 0.125e2.
-        BigDecimal b = new BigDecimal(shortest);
-        int shift = r.nextInt(-5, 6);
-        BigDecimal unscaled = b.movePointRight(shift);
-        String mantissa = unscaled.abs().toPlainString();
-        yield sign
-            + (mantissa.equals("0") ? "0" : mantissa)
-            + (r.nextBoolean() ? "e" : "E")
-            + -shift;
+        // Leading zeros after "0." and trailing zeros, the point moved into the exponent.
+        int shift = r.nextInt(1, 6);
+        String plain = abs.movePointLeft(exponent + shift).toPlainString(); // 0.000ddd
+        if (!plain.contains(".")) {
+          plain += ".0";
+        }
+        yield sign + plain + "00" + "e" + (exponent + shift);
       }
       default -> {
-        // Leading and trailing zeros where JSON allows them: 0.0012300e+3.
-        BigDecimal b = new BigDecimal(shortest).abs();
-        String plain = b.movePointLeft(3).toPlainString();
-        if (!plain.contains(".")) {
-          plain += ".";
+        // A lone leading digit with a fraction: d.ddd and the exponent, zero-padded: 1.25e0001.
+        String unscaled = abs.unscaledValue().toString();
+        String mantissa =
+            unscaled.length() == 1 ? unscaled : unscaled.charAt(0) + "." + unscaled.substring(1);
+        if (abs.signum() == 0) {
+          yield sign + "0.0e" + r.nextInt(-400, 400);
         }
-        yield sign + plain + "00e+3";
+        int e = abs.precision() - 1 - abs.scale();
+        yield sign + mantissa + "e" + (e < 0 ? "-" : "") + "00" + Math.abs(e);
       }
     };
   }

@@ -21,9 +21,12 @@ class KeyEncodingTest {
   private static final HexFormat HEX = HexFormat.of();
 
   /**
-   * Format v1, pinned. These vectors were computed once from the format as documented in {@link
-   * KeyEncoding}, by an independent script (not by this code). If one fails, the format changed:
-   * every stored key would be forgotten. Do not update them; bump the version instead.
+   * Format v2, pinned. These vectors were computed once from the format as documented in {@link
+   * KeyEncoding}, by an independent script (not by this code: {@code
+   * src/test/resources/key-encoding-v2-vectors.py}). If one fails, the format changed: every stored
+   * key would be forgotten. Do not update them; bump the version instead. (Version 1 wrote a
+   * field's value as bare text and numbers through a double; its keys cannot be told apart by type
+   * or exact value, so no v1 vector is kept.)
    */
   @Nested
   class FixedVectors {
@@ -34,90 +37,90 @@ class KeyEncodingTest {
     void noComponents() {
       vector(
           List.of(),
-          "49444b0100000000",
-          "3cb36be45f63562c7c06d36c596cafe6510d5f9573368148918b9106b58e5614");
+          "49444b0200000000",
+          "16ed02d95fac92196bb7ed5505c8d9e11a1471da0e2e92e04814897952bbe006");
     }
 
     @Test
     void text() {
       vector(
           List.of(KeyPart.text("ab")),
-          "49444b010000000101000000026162",
-          "76e68250218efcd7a64e90e4b4e86c14e7592fdf828f15800e3d79ad6852d303");
+          "49444b020000000101000000026162",
+          "3856e3f179ad53f9a6b41dcf13fcd51210eb423b3e8212f2b2e7a01786885906");
       vector(
           List.of(KeyPart.text("")),
-          "49444b01000000010100000000",
-          "be55d5db80c97b6cecffe04706322b5cf5e181129d6d86318e004fda81b07600");
+          "49444b02000000010100000000",
+          "1f9b06351ca00d2b3a99fea5127ceef93d72e49e5348bf9cc0782f319344407d");
       vector(
           List.of(KeyPart.text("1")),
-          "49444b0100000001010000000131",
-          "78667118db3434c35477c5b4ff756a6e216ab6eee292e1839e838e98e885c987");
+          "49444b0200000001010000000131",
+          "4936d5f6402e494e16e679509dbe60e037cd917bdceff44bb55672be05136174");
       vector(
           List.of(KeyPart.text("café \uD83D\uDE02")),
-          "49444b0100000001010000000a636166c3a920f09f9882",
-          "abd1c87ed0945f84ecc3c1b6a9c30edf6063588203ab1a6b236c59ba5455b542");
+          "49444b0200000001010000000a636166c3a920f09f9882",
+          "6ed7fa60875ed772b8117901818296d15e217c313afb88e67e8159ff4c9bd26d");
     }
 
     @Test
     void splitTextIsNotConcatenatedText() {
       vector(
           List.of(KeyPart.text("ab"), KeyPart.text("c")),
-          "49444b010000000201000000026162010000000163",
-          "f4c87aae7c06cf4e9049bb0baddc551476804bf1e364458312585ba143819ac0");
+          "49444b020000000201000000026162010000000163",
+          "0e4f54014973361480b53ed045cc4e1863db29c9ed28c4c239ac904c056fa6f4");
       vector(
           List.of(KeyPart.text("a"), KeyPart.text("bc")),
-          "49444b010000000201000000016101000000026263",
-          "22a78b0c8c46c1387079bd54d4a1e5679d6e03a76e1bfe6e416c9d85f4d8fe14");
+          "49444b020000000201000000016101000000026263",
+          "d07d7702ef4c811f9fef800e79ad083d82eaeaeacdb4ffbbfd308dee76efcfa1");
     }
 
     @Test
     void integer() {
       vector(
           List.of(KeyPart.integer(1)),
-          "49444b010000000103000000080000000000000001",
-          "ecc17c335fb5d4e8eddef3f77b9a739c261c219d0af286fe35910285d3b49e4e");
+          "49444b020000000103000000080000000000000001",
+          "72281dba927d93325b431188a012720b3dbe514375ce9cc8a94582bfb829e823");
       vector(
           List.of(KeyPart.integer(Long.MIN_VALUE)),
-          "49444b010000000103000000088000000000000000",
-          "485049abf644ee64e96e34ee31381dad55338624c73923cd687a9ef3363157c1");
+          "49444b020000000103000000088000000000000000",
+          "270b793cea652bf56b5d1d311c429abb1712a3351f4d95b358012098138adeaa");
     }
 
     @Test
     void bytes() {
       vector(
           List.of(KeyPart.bytes(new byte[] {0, 1, (byte) 0xfe, (byte) 0xff})),
-          "49444b010000000102000000040001feff",
-          "d39cb4fecbb2e57ec0b36c1a61aa4e4b0cf02e59c75b1a82b2cb67a64be51cf9");
+          "49444b020000000102000000040001feff",
+          "a33963850e8856fd5eafeee04f60952f357b2a17d832c0681934f01026b2354d");
     }
 
     @Test
     void json() {
       vector(
           List.of(KeyPart.json(utf8("null"))),
-          "49444b010000000104000000046e756c6c",
-          "92ef73fab150830e02c76274205fa9c9e4716af234e3bd0cee7b5106be38e8c5");
+          "49444b020000000104000000046e756c6c",
+          "3fde348825a4731f7a65ee447f87e199c2d40ffbf6c93c2c47f281951a7a2336");
       vector(
           List.of(KeyPart.json(utf8("{ \"b\": true, \"a\": [1.0, \"x\"] }"))),
-          "49444b010000000104000000167b2261223a5b312c2278225d2c2262223a747275657d",
-          "703c5e9947ef7f2dd4a10eb18168656d75c63feeb06403464f7375a789080809");
+          "49444b020000000104000000167b2261223a5b312c2278225d2c2262223a747275657d",
+          "5baa9bc76c2f731f90cbb0abacf9221e98136caa438c8517f7d8ee8672a7a537");
     }
 
     @Test
     void principalChain() {
       vector(
           List.of(KeyPart.principalChain(List.of())),
-          "49444b0100000001050000000400000000",
-          "110b1cbae4bca4c870563b3253f92dd8165b4780ca73c8ca4b61aff07b11980b");
+          "49444b0200000001050000000400000000",
+          "a1d805b42797c1eea11e022773cbeec91cbc2a75280b565c96b59d5aaa4016dc");
       vector(
           List.of(
               KeyPart.principalChain(
                   List.of(
                       new Principal("https://issuer.example", "user-1"),
                       new Principal("https://issuer.example", "svc-2")))),
-          "49444b0100000001050000004b000000020000001668747470733a2f2f6973737565722e6578616d706c65"
+          "49444b0200000001050000004b000000020000001668747470733a2f2f6973737565722e6578616d706c65"
               + "00000006757365722d310000001668747470733a2f2f6973737565722e6578616d706c6500000005"
               + "7376632d32",
-          "c009d8cf50e46f331befa4a8c39c36c7c3890b544628f3e8acff6fefc5787a10");
+          "a18fb24a6f4edbdcd6728d0a7757c1dcb98d4fd0036e5a59c47cf8bb04c25d02");
     }
 
     @Test
@@ -128,17 +131,57 @@ class KeyEncodingTest {
       }
       vector(
           List.of(KeyPart.digest(digest)),
-          "49444b01000000010600000020000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e"
+          "49444b02000000010600000020000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e"
               + "1f",
-          "acc7528adb912fdf91b073ec53eaeb4305e6b4e54d2f921b140e99286be19255");
+          "8fa91e20c4e76c95b3b303acc3b3b306d1fb7b03c12582447409affdc5aa20ce");
     }
 
     @Test
     void fieldAndHeader() {
+      // A field's payload is its canonical JSON: the string "order-1" keeps its quotes.
       vector(
-          List.of(KeyPart.field("order-1"), KeyPart.header("order-1")),
-          "49444b010000000207000000076f726465722d3108000000076f726465722d31",
-          "5e0333135b482df85e4046d2b0ca81b5fa29e15396f6a414aa2e09d29ebb1b09");
+          List.of(KeyPart.stringField("order-1"), KeyPart.header("order-1")),
+          "49444b02000000020700000009226f726465722d312208000000076f726465722d31",
+          "4298f347c11fe6b7837a10f75649ae003c0ddc86d2e4e6a0f5d5eb8fdf0154fb");
+    }
+
+    /** Issue 8: fields keep their JSON type and numbers their exact value. */
+    @Test
+    void fieldValuesKeepTypeAndExactValue() {
+      vector(
+          List.of(KeyPart.field(utf8("820982911946154508"))),
+          "49444b02000000010700000012383230393832393131393436313534353038",
+          "aafa741a602e56aa37e021a5937cc68e7f3af5e2c47ebe6ee6b7dd597678841e");
+      vector(
+          List.of(KeyPart.field(utf8("8209829119461545.09e2"))),
+          "49444b02000000010700000012383230393832393131393436313534353039",
+          "1084a54d85ce09fd727a6194d5c1316f247495b575ee8cbdb8de6388e920911c");
+      vector(
+          List.of(KeyPart.field(utf8("\"820982911946154508\""))),
+          "49444b020000000107000000142238323039383239313139343631353435303822",
+          "90edf98c77544c4a72fa52c09a02587b823c4221d18a17a11ee2ec9b24b6526a");
+      vector(
+          List.of(KeyPart.field(utf8("true"))),
+          "49444b0200000001070000000474727565",
+          "1cd77766524eb572d5ee5d625fd9b2b2e93dab5b01777a275d029e9d9c3b459d");
+      vector(
+          List.of(KeyPart.field(utf8("12345678901234567890123456789.000e71"))),
+          "49444b02000000010700000022312e32333435363738393031323334353637383930313233343536373839652b3939",
+          "0d4e2346da438a0ebcd3b551f079f24ebc304e7abe79b9cf8af988fb9da15e98");
+    }
+
+    /** Issue 8: the default key of a body with a 64-bit id keeps every digit of it. */
+    @Test
+    void defaultKeyOfA64BitId() {
+      byte[] body = utf8("{\"total\":\"10.00\",\"id\":820982911946154508}");
+      assertThat(CanonicalJson.sha256(body))
+          .isEqualTo(
+              HEX.parseHex("a0569113134e6560cc88abb67ad61b8363b74b746d64ad977e8078323aa5ec09"));
+      assertThat(CanonicalJson.sha256(utf8("{\"total\":\"10.00\",\"id\":820982911946154509}")))
+          .isEqualTo(
+              HEX.parseHex("460d3576f07acb5d46c6e1e84dbdc4d290b53676fa3a22d934c4a6b1310089cf"));
+      assertThat(KeyRule.defaultKey().derive(InboundEvent.of(body, Map.of())).toHex())
+          .isEqualTo("6433260dfefceec57178c9a15b93d6bb120df735f141a3788494acc3507cc8ec");
     }
 
     @Test
@@ -148,23 +191,23 @@ class KeyEncodingTest {
       byte[] body = utf8("{\"id\":\"evt_1\",\"amount\":1999,\"currency\":\"eur\"}");
       assertThat(CanonicalJson.sha256(body)).isEqualTo(bodyDigest);
       assertThat(KeyRule.defaultKey().derive(InboundEvent.of(body, Map.of())).toHex())
-          .isEqualTo("32281003bf2de8cd84a9f8f49e4cd4a3948f376c73eed9e00920d3129c349f8a");
+          .isEqualTo("7ae2fe859ca3a7ead0ba4af0de64db74d3212c96907bbcc3c7ddf9b179d97fa6");
       assertThat(
               KeyRule.defaultKey()
                   .derive(InboundEvent.builder().body(body).principal("iss", "alice").build())
                   .toHex())
-          .isEqualTo("cc47efe29306e745e5987b1ef50881b4b30a4ea25335ab96a23e3056d4bbd221");
+          .isEqualTo("8a1acced502a3dbbec59602ec0dfae7be8bc09bf6d8b02edcbdc14f043c3a103");
       vector(
           List.of(KeyPart.principalChain(List.of()), KeyPart.digest(bodyDigest)),
-          "49444b010000000205000000040000000006000000205b5d82aaeb95ac2e6133766daebcd7700f60be6acd"
+          "49444b020000000205000000040000000006000000205b5d82aaeb95ac2e6133766daebcd7700f60be6acd"
               + "66dc096decd7b3f195f320",
-          "32281003bf2de8cd84a9f8f49e4cd4a3948f376c73eed9e00920d3129c349f8a");
+          "7ae2fe859ca3a7ead0ba4af0de64db74d3212c96907bbcc3c7ddf9b179d97fa6");
     }
 
     @Test
     void ofStringIsOneTextPart() {
       assertThat(KeyEncoding.ofString("ab").toHex())
-          .isEqualTo("76e68250218efcd7a64e90e4b4e86c14e7592fdf828f15800e3d79ad6852d303");
+          .isEqualTo("3856e3f179ad53f9a6b41dcf13fcd51210eb423b3e8212f2b2e7a01786885906");
     }
 
     private void vector(List<KeyPart> parts, String encodedHex, String keyHex) {
@@ -188,7 +231,8 @@ class KeyEncodingTest {
               List.of(KeyPart.text("1")),
               List.of(KeyPart.integer(1)),
               List.of(KeyPart.json(utf8("1"))),
-              List.of(KeyPart.field("1")),
+              List.of(KeyPart.field(utf8("1"))),
+              List.of(KeyPart.stringField("1")),
               List.of(KeyPart.header("1")),
               List.of(KeyPart.bytes(utf8("1"))),
               List.of(KeyPart.text(""), KeyPart.text("")),
@@ -339,7 +383,10 @@ class KeyEncodingTest {
         d[0] = (byte) random.nextInt(2);
         yield KeyPart.digest(d);
       }
-      case 6 -> KeyPart.field(randomText(random));
+      case 6 ->
+          random.nextBoolean()
+              ? KeyPart.stringField(randomText(random))
+              : KeyPart.field(utf8(JSON[random.nextInt(JSON.length)]));
       default -> KeyPart.header(randomText(random));
     };
   }
@@ -353,12 +400,12 @@ class KeyEncodingTest {
     return sb.toString();
   }
 
-  /** Parses the v1 format exactly as the class Javadoc documents it. */
+  /** Parses the v2 format exactly as the class Javadoc documents it. */
   static List<KeyPart> decode(byte[] encoded) {
     ByteBuffer in = ByteBuffer.wrap(encoded);
     byte[] magic = new byte[4];
     in.get(magic);
-    assertThat(magic).isEqualTo(new byte[] {'I', 'D', 'K', 1});
+    assertThat(magic).isEqualTo(new byte[] {'I', 'D', 'K', 2});
     int count = in.getInt();
     List<KeyPart> parts = new ArrayList<>();
     for (int i = 0; i < count; i++) {
@@ -382,7 +429,7 @@ class KeyEncodingTest {
               yield KeyPart.principalChain(links);
             }
             case 6 -> KeyPart.digest(payload);
-            case 7 -> KeyPart.field(text);
+            case 7 -> KeyPart.field(payload);
             case 8 -> KeyPart.header(text);
             default -> throw new AssertionError("unknown tag " + tag);
           });

@@ -23,7 +23,53 @@ class KeyRuleKeyOfTest {
     assertThat(rule.keyOf(List.of("A-17")))
         .isEqualTo(rule.derive(event("{\"order\":{\"id\":\"A-17\"}}", Map.of())));
     assertThat(rule.keyOf(List.of("17")))
-        .isEqualTo(rule.derive(event("{\"order\":{\"id\":17}}", Map.of())));
+        .as("a raw value is a string's characters")
+        .isEqualTo(rule.derive(event("{\"order\":{\"id\":\"17\"}}", Map.of())))
+        .isNotEqualTo(rule.derive(event("{\"order\":{\"id\":17}}", Map.of())));
+  }
+
+  @Test
+  void jsonValuesKeepTheirTypeAndExactValue() {
+    KeyRule rule = KeyRule.parse("source.order.id");
+
+    assertThat(rule.keyOfJson("[820982911946154508]"))
+        .isEqualTo(rule.derive(event("{\"order\":{\"id\":820982911946154508}}", Map.of())))
+        .isEqualTo(rule.keyOfJson(" [ 8.20982911946154508E+17 ] "))
+        .isNotEqualTo(rule.keyOfJson("[820982911946154509]"))
+        .isNotEqualTo(rule.keyOfJson("[\"820982911946154508\"]"));
+    assertThat(rule.keyOfJson("[\"A-17\"]")).isEqualTo(rule.keyOf(List.of("A-17")));
+    assertThat(rule.keyOfJson("[{\"b\":1,\"a\":true}]"))
+        .isEqualTo(rule.derive(event("{\"order\":{\"id\":{\"a\":true,\"b\":1.0}}}", Map.of())));
+  }
+
+  @Test
+  void aCompositeRuleTakesAJsonArrayOfTypedValues() {
+    KeyRule rule = KeyRule.parse(List.of("shop", "header(\"X-Id\")", "n"));
+    InboundEvent e = event("{\"shop\":\"s1\",\"n\":42}", Map.of("x-id", "m9"));
+
+    assertThat(rule.keyOfJson("[\"s1\",\"m9\",42]")).isEqualTo(rule.derive(e));
+    assertThat(rule.keyOfJson("[\"s1\",\"m9\",\"42\"]")).isNotEqualTo(rule.derive(e));
+    assertThatThrownBy(() -> rule.keyOfJson("[\"s1\",9,42]"))
+        .isInstanceOf(KeyDerivationException.class)
+        .hasMessageContaining("value 2 for header(\"X-Id\") must be a JSON string");
+    assertThatThrownBy(() -> rule.keyOfJson("[\"s1\",\"m9\"]"))
+        .isInstanceOf(KeyDerivationException.class)
+        .hasMessageContaining("takes 3 values")
+        .hasMessageContaining("got 2");
+    assertThatThrownBy(() -> rule.keyOfJson("[\"s1\",\"m9\",null]"))
+        .hasMessageContaining("value 3 for n is null");
+    assertThatThrownBy(() -> rule.keyOfJson("[\" \",\"m9\",1]")).hasMessageContaining("blank key");
+    assertThatThrownBy(() -> rule.keyOfJson("{\"shop\":\"s1\"}"))
+        .isInstanceOf(KeyDerivationException.class)
+        .hasMessageContaining("not a JSON array");
+    assertThatThrownBy(() -> rule.keyOfJson("[s1"))
+        .isInstanceOf(KeyDerivationException.class)
+        .hasMessageContaining("not JSON");
+    assertThatThrownBy(() -> rule.keyOfJson("[\"s1\",\"m9\",1e400]"))
+        .isInstanceOf(KeyDerivationException.class)
+        .hasMessageContaining("outside the range");
+    assertThatThrownBy(() -> KeyRule.defaultKey().keyOfJson("[1]"))
+        .isInstanceOf(IdemConfigException.class);
   }
 
   @Test

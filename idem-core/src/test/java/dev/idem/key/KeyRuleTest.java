@@ -69,10 +69,13 @@ class KeyRuleTest {
   @Nested
   class Fields {
     @Test
-    void oneFieldKeysOnItsValueText() {
+    void oneFieldKeysOnItsJsonValue() {
       assertThat(KeyRule.field("source.order.id").derive(event(BODY)))
           .isEqualTo(KeyRule.field("order.id").derive(event(utf8("{\"order\":{\"id\":1001.0}}"))))
-          .isEqualTo(KeyEncoding.of(KeyPart.field("1001")));
+          .isEqualTo(KeyEncoding.of(KeyPart.field(utf8("1001"))))
+          .isNotEqualTo(KeyEncoding.of(KeyPart.stringField("1001")));
+      assertThat(KeyRule.field("id").derive(event(BODY)))
+          .isEqualTo(KeyEncoding.of(KeyPart.stringField("evt_1")));
     }
 
     @Test
@@ -80,7 +83,7 @@ class KeyRuleTest {
       KeyRule rule = KeyRule.fields(List.of("a", "b"));
       assertThat(rule.derive(event(utf8("{\"a\":\"ab\",\"b\":\"c\"}"))))
           .isNotEqualTo(rule.derive(event(utf8("{\"a\":\"a\",\"b\":\"bc\"}"))))
-          .isEqualTo(KeyEncoding.of(KeyPart.field("ab"), KeyPart.field("c")));
+          .isEqualTo(KeyEncoding.of(KeyPart.stringField("ab"), KeyPart.stringField("c")));
       assertThat(KeyRule.fields(List.of("b", "a")).derive(event(utf8("{\"a\":\"1\",\"b\":\"2\"}"))))
           .isNotEqualTo(rule.derive(event(utf8("{\"a\":\"1\",\"b\":\"2\"}"))));
       assertThat(KeyRule.fields(List.of("a"))).isEqualTo(KeyRule.field("a"));
@@ -133,7 +136,8 @@ class KeyRuleTest {
       KeyRule rule = KeyRule.parse(List.of("source.order.shop", "header(\"X-Shop\")", "order.id"));
       assertThat(rule.derive(e))
           .isEqualTo(
-              KeyEncoding.of(KeyPart.field("s1"), KeyPart.header("s1"), KeyPart.field("1001")));
+              KeyEncoding.of(
+                  KeyPart.stringField("s1"), KeyPart.header("s1"), KeyPart.field(utf8("1001"))));
       assertThat(rule).hasToString("[order.shop, header(\"X-Shop\"), order.id]");
       assertThat(
               KeyRule.parse(

@@ -12,7 +12,6 @@ import dev.idem.server.pipeline.EventKeys;
 import dev.idem.server.pipeline.InboundRequest;
 import dev.idem.server.signature.SignatureVerifier;
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import org.jspecify.annotations.Nullable;
@@ -89,17 +88,10 @@ abstract class PipelineKeys implements EventKeys {
                 + spec
                 + "): give the JSON array of its "
                 + n
-                + " parts, e.g. [\"shop-1\",\"42\"]");
+                + " parts, each as it is in the event, e.g. [\"shop-1\",42]");
       }
-      List<String> values = new ArrayList<>(n);
-      for (JsonNode part : array) {
-        if (!part.isValueNode() || part.isNull()) {
-          throw new KeyDerivationException(
-              "each part of a composite key is a text or a number, not " + part);
-        }
-        values.add(part.asText());
-      }
-      return rule.keyOf(values);
+      // Each part with its JSON type: a field holding the number 42 is not one holding "42".
+      return rule.keyOfJson(raw);
     }
 
     @Override

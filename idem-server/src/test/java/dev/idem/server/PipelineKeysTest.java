@@ -37,6 +37,10 @@ class PipelineKeysTest {
     assertThat(composite.fromRaw("[\"s1\",\"orders/create\",42]"))
         .isEqualTo(
             composite.derive(event("{\"shop\":\"s1\",\"n\":42}", "X-Topic", "orders/create")));
+    assertThat(composite.fromRaw("[\"s1\",\"orders/create\",\"42\"]"))
+        .as("the string \"42\" is not the number 42")
+        .isNotEqualTo(
+            composite.derive(event("{\"shop\":\"s1\",\"n\":42}", "X-Topic", "orders/create")));
     assertThat(header.fromRaw("m-1")).isEqualTo(header.derive(event("{}", "x-id", "m-1")));
     assertThat(single.fromRaw("o-9")).isNotEqualTo(header.fromRaw("o-9"));
     assertThatThrownBy(() -> composite.fromRaw("s1"))

@@ -121,6 +121,39 @@ class ServiceEndToEndTest {
             });
   }
 
+  /** Issue 8: ids that share a double are two orders; a number outside the range is refused. */
+  @Test
+  void numericIdsKeepTheirExactValueAndJsonType() {
+    HttpResponse<String> first = http.post("/hooks/orders", "{\"id\":820982911946154508}");
+    HttpResponse<String> next = http.post("/hooks/orders", "{\"id\":820982911946154509}");
+    HttpResponse<String> respelled = http.post("/hooks/orders", "{\"id\":8.20982911946154509e17}");
+    HttpResponse<String> asString = http.post("/hooks/orders", "{\"id\":\"820982911946154508\"}");
+    HttpResponse<String> huge = http.post("/hooks/orders", "{\"id\":\"ord-n\",\"n\":1e400}");
+
+    assertThat(first.statusCode()).isEqualTo(202);
+    assertThat(next.statusCode()).isEqualTo(202);
+    assertThat(respelled.statusCode()).isEqualTo(200);
+    assertThat(asString.statusCode()).isEqualTo(202);
+    assertThat(huge.statusCode()).isEqualTo(400);
+    assertThat(huge.body())
+        .startsWith("{\"error\":\"number_out_of_range\"")
+        .contains("send it as a JSON string");
+    assertThat(received("/orders", "820982911946154509")).isEqualTo(1);
+    assertThat(received("/orders", "ord-n")).isZero();
+  }
+
+  /** Issue 8: a 100-digit integer id is keyed by all its digits. */
+  @Test
+  void aHundredDigitIdIsKeyedExactly() {
+    String id = "7".repeat(100);
+    String neighbour = "7".repeat(99) + "8";
+
+    assertThat(http.post("/hooks/orders", "{\"id\":" + id + "}").statusCode()).isEqualTo(202);
+    assertThat(http.post("/hooks/orders", "{\"id\":" + neighbour + "}").statusCode())
+        .isEqualTo(202);
+    assertThat(http.post("/hooks/orders", "{\"id\":" + id + "}").statusCode()).isEqualTo(200);
+  }
+
   @Test
   void aDownstreamFailureReleasesTheKeySoTheSendersRetryIsDelivered() {
     // given a downstream down for longer than the pipeline retries (2 attempts)

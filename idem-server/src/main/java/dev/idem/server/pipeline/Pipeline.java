@@ -11,6 +11,7 @@ import dev.idem.Reservation;
 import dev.idem.Settlement;
 import dev.idem.StoreUnavailableException;
 import dev.idem.TimeSource;
+import dev.idem.key.NumberOutOfRangeException;
 import dev.idem.server.config.DedupMode;
 import dev.idem.server.config.DeliveryMode;
 import dev.idem.server.config.PipelineSettings;
@@ -220,6 +221,8 @@ public final class Pipeline {
     DedupKey key;
     try {
       key = keys.derive(request);
+    } catch (NumberOutOfRangeException e) {
+      return Answer.error(400, "number_out_of_range", e.getMessage());
     } catch (KeyDerivationException e) {
       return Answer.error(400, "missing_key", e.getMessage());
     }
@@ -230,6 +233,8 @@ public final class Pipeline {
     if (fingerprints != null) {
       try {
         fingerprint = fingerprints.apply(body);
+      } catch (NumberOutOfRangeException e) {
+        return Answer.error(400, "number_out_of_range", e.getMessage());
       } catch (IdemException e) {
         return Answer.error(
             400, "malformed_json", "the body cannot be fingerprinted: " + e.getMessage());
