@@ -3,6 +3,7 @@ package dev.idem.server;
 import dev.idem.server.config.HttpLimits;
 import dev.idem.server.config.ServerSettings;
 import dev.idem.server.http.AdminApi;
+import dev.idem.server.http.HeaderDeadline;
 import dev.idem.server.http.HealthCheck;
 import dev.idem.server.http.IdemHandler;
 import dev.idem.server.http.JsonErrorHandler;
@@ -26,6 +27,11 @@ import org.slf4j.LoggerFactory;
  * The running service: a Jetty 12 server (core handlers, no servlets) in front of a {@link
  * ServiceRuntime}. On Java 21+ requests run on virtual threads (detected at run time: Idem is
  * compiled for Java 17); on 17-20 on a bounded pool of {@code server.max_threads} platform threads.
+ * No thread waits for a slow client: headers are parsed and bodies read as bytes arrive, bounded by
+ * {@code server.read_timeout}, {@code server.min_data_rate}, {@code server.idle_timeout} and {@code
+ * server.max_header_size} ({@link HeaderDeadline}, the handler's body reader). Jetty's own refusals
+ * answer in the JSON error form ({@link JsonErrorHandler}). With {@code server.management_port}, a
+ * second connector serves {@code /metrics} and {@code /health}.
  *
  * <p>{@link #close()} shuts down gracefully: the listener stops accepting, requests in flight get
  * up to {@code server.shutdown_timeout} to finish, then background deliveries stop and sinks and
@@ -38,6 +44,7 @@ public final class IdemServer implements AutoCloseable {
   private final ServerConnector connector;
   private final @Nullable ServerConnector management;
   private final GracefulHandler graceful;
+  private final HeaderDeadline headers;
   private final ServiceRuntime runtime;
   private final ServerSettings settings;
   private final boolean virtualThreads;
@@ -99,7 +106,12 @@ public final class IdemServer implements AutoCloseable {
             runtime.prometheus(),
             limits,
             management != null);
-    this.graceful = new GracefulHandler(handler);
+    this.headers = new HeaderDeadline(handler, limits.readTimeout(), System::nanoTime);
+    connector.addEventListener(headers);
+    if (management != null) {
+      management.addEventListener(headers);
+    }
+    this.graceful = new GracefulHandler(headers);
     jetty.setHandler(graceful);
     jetty.setErrorHandler(new JsonErrorHandler());
     jetty.setStopTimeout(settings.shutdownTimeout().toMillis());
@@ -125,6 +137,7 @@ public final class IdemServer implements AutoCloseable {
     IdemServer server = new IdemServer(settings, runtime);
     try {
       server.jetty.start();
+      server.headers.start(server.jetty.getScheduler());
     } catch (Exception e) {
       try {
         server.jetty.stop();
