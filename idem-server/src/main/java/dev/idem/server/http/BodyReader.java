@@ -13,6 +13,7 @@ import java.util.function.LongSupplier;
 import org.eclipse.jetty.http.HttpException;
 import org.eclipse.jetty.io.Content;
 import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.util.thread.Invocable;
 import org.eclipse.jetty.util.thread.Scheduler;
 import org.jspecify.annotations.Nullable;
 
@@ -34,7 +35,7 @@ import org.jspecify.annotations.Nullable;
  * <p>A timer ticks once a second (and at the deadline) to check the deadline and the rate; the
  * first of the tick, an arrival or a failure to settle the body wins, the others do nothing.
  */
-final class BodyReader implements Runnable {
+final class BodyReader implements Invocable.Task {
   /** What happens to the body; exactly one method is called, once. */
   interface Outcome {
     /**
@@ -92,6 +93,15 @@ final class BodyReader implements Runnable {
   void start() {
     scheduleTick();
     run();
+  }
+
+  /**
+   * Blocking: when the body is complete, the pipeline runs in this callback, so Jetty must call it
+   * on a pool thread, never on a selector thread.
+   */
+  @Override
+  public InvocationType getInvocationType() {
+    return InvocationType.BLOCKING;
   }
 
   /** Reads what has arrived, then asks to be called again when more does. */

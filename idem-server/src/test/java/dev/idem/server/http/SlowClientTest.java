@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.server.config.HttpLimits;
+import dev.idem.server.config.ServerSettings;
 import dev.idem.server.support.RawHttp;
 import dev.idem.server.support.RawHttp.Reply;
 import dev.idem.server.support.TestService;
@@ -38,6 +39,11 @@ class SlowClientTest {
         + "Content-Length: "
         + contentLength
         + "\r\n\r\n";
+  }
+
+  /** Limits that a body trickled at 10 bytes per second is within. */
+  static ServerSettings patient(ServerSettings s) {
+    return s.withLimits(new HttpLimits(Duration.ofMinutes(1), 8, Duration.ofMinutes(1), 8192));
   }
 
   static void assertTimeout(Reply r) {
@@ -167,6 +173,38 @@ class SlowClientTest {
       assertThat(r.body()).contains("server.read_timeout");
       assertThat(sent.get()).as("bytes sent before the answer").isLessThan(body.length());
       assertThat(s.sinks.get("p").delivered()).isEmpty();
+    }
+  }
+
+  @Test
+  void aBodyThatArrivesInPiecesWithinTheLimitsIsAcceptedAndDelivered() {
+    try (TestService s = TestService.start(YAML, null, SlowClientTest::patient);
+        RawHttp c = new RawHttp(s.server.uri())) {
+      String body = "{\"id\":\"pieces\",\"n\":[1,2,3]}";
+      c.send(head(body.length()));
+      AtomicInteger sent = trickle(c, body);
+
+      Reply r = c.read();
+
+      assertThat(r.status()).as(r.toString()).isEqualTo(202);
+      assertThat(sent.get()).isEqualTo(body.length());
+      assertThat(s.sinks.get("p").bodies()).containsExactly(body);
+    }
+  }
+
+  @Test
+  void aChunkedBodyInPiecesIsAccepted() {
+    try (TestService s = TestService.start(YAML, null, SlowClientTest::patient);
+        RawHttp c = new RawHttp(s.server.uri())) {
+      c.send(
+          "POST /hooks/p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+              + "6\r\n{\"id\":\r\n");
+      trickle(c, "9\r\n\"chunked\"\r\n1\r\n}\r\n0\r\n\r\n");
+
+      Reply r = c.read();
+
+      assertThat(r.status()).as(r.toString()).isEqualTo(202);
+      assertThat(s.sinks.get("p").bodies()).containsExactly("{\"id\":\"chunked\"}");
     }
   }
 
