@@ -68,6 +68,41 @@ class ProtocolEdgeTest {
   }
 
   @Test
+  void aNegativeContentLengthIs400() {
+    assertJsonError(post("Content-Length: -1\r\n", EVENT), 400, "bad_request");
+  }
+
+  @Test
+  void contentLengthTogetherWithChunkedIs400() {
+    String chunked = Integer.toHexString(EVENT.length()) + "\r\n" + EVENT + "\r\n0\r\n\r\n";
+    assertJsonError(
+        post("Content-Length: 12\r\nTransfer-Encoding: chunked\r\n", chunked), 400, "bad_request");
+  }
+
+  @Test
+  void aBadChunkSizeInTheBodyIs400AndNothingIsDelivered() {
+    int before = service.sinks.get("p").delivered().size();
+    assertJsonError(
+        post("Transfer-Encoding: chunked\r\n", "zz\r\n" + EVENT + "\r\n0\r\n\r\n"),
+        400,
+        "bad_request");
+    assertThat(service.sinks.get("p").delivered()).hasSize(before);
+  }
+
+  @Test
+  void aMissingHostIs400() {
+    assertJsonError(
+        RawHttp.exchange(base, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n"),
+        400,
+        "bad_request");
+  }
+
+  @Test
+  void aMalformedRequestLineIs400() {
+    assertJsonError(RawHttp.exchange(base, "HELLO\r\n\r\n"), 400, "bad_request");
+  }
+
+  @Test
   void aUrlOverTheHeaderLimitIs414() {
     Reply r =
         RawHttp.exchange(
