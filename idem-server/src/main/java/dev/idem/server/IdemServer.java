@@ -1,9 +1,12 @@
 package dev.idem.server;
 
+import dev.idem.server.config.HttpLimits;
 import dev.idem.server.config.ServerSettings;
 import dev.idem.server.http.AdminApi;
+import dev.idem.server.http.HeaderDeadline;
 import dev.idem.server.http.HealthCheck;
 import dev.idem.server.http.IdemHandler;
+import dev.idem.server.http.JsonErrorHandler;
 import dev.idem.server.pipeline.Pipeline;
 import java.net.URI;
 import java.util.LinkedHashMap;
@@ -16,6 +19,7 @@ import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.server.handler.GracefulHandler;
 import org.eclipse.jetty.util.VirtualThreads;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,6 +27,11 @@ import org.slf4j.LoggerFactory;
  * The running service: a Jetty 12 server (core handlers, no servlets) in front of a {@link
  * ServiceRuntime}. On Java 21+ requests run on virtual threads (detected at run time: Idem is
  * compiled for Java 17); on 17-20 on a bounded pool of {@code server.max_threads} platform threads.
+ * No thread waits for a slow client: headers are parsed and bodies read as bytes arrive, bounded by
+ * {@code server.read_timeout}, {@code server.min_data_rate}, {@code server.idle_timeout} and {@code
+ * server.max_header_size} ({@link HeaderDeadline}, the handler's body reader). Jetty's own refusals
+ * answer in the JSON error form ({@link JsonErrorHandler}). With {@code server.management_port}, a
+ * second connector serves {@code /metrics} and {@code /health}.
  *
  * <p>{@link #close()} shuts down gracefully: the listener stops accepting, requests in flight get
  * up to {@code server.shutdown_timeout} to finish, then background deliveries stop and sinks and
@@ -33,6 +42,9 @@ public final class IdemServer implements AutoCloseable {
 
   private final Server jetty;
   private final ServerConnector connector;
+  private final @Nullable ServerConnector management;
+  private final GracefulHandler graceful;
+  private final HeaderDeadline headers;
   private final ServiceRuntime runtime;
   private final ServerSettings settings;
   private final boolean virtualThreads;
@@ -47,9 +59,13 @@ public final class IdemServer implements AutoCloseable {
       pool.setVirtualThreadsExecutor(VirtualThreads.getNamedVirtualThreadsExecutor("idem-request"));
     }
     this.jetty = new Server(pool);
+    HttpLimits limits = settings.limits();
     HttpConfiguration http = new HttpConfiguration();
     http.setSendServerVersion(false);
     http.setSendDateHeader(false);
+    // The request line and headers together; a longer URL is 414, more headers 431.
+    http.setRequestHeaderSize(limits.maxHeaderSize());
+    http.setIdleTimeout(limits.idleTimeout().toMillis());
     // Admin URLs carry raw key values, URL-encoded, which may contain '/', '%' or '.'.
     http.setUriCompliance(
         UriCompliance.DEFAULT.with(
@@ -62,10 +78,18 @@ public final class IdemServer implements AutoCloseable {
     this.connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
     connector.setHost(settings.host());
     connector.setPort(settings.port());
-    // On shutdown, idle keep-alive connections close after this; busy ones finish first.
-    connector.setShutdownIdleTimeout(
-        Math.min(250, Math.max(1, settings.shutdownTimeout().toMillis())));
+    configure(connector, settings);
     jetty.addConnector(connector);
+    if (settings.managementPort() != null) {
+      this.management = new ServerConnector(jetty, 1, 1, new HttpConnectionFactory(http));
+      management.setName(IdemHandler.MANAGEMENT_CONNECTOR);
+      management.setHost(settings.host());
+      management.setPort(settings.managementPort());
+      configure(management, settings);
+      jetty.addConnector(management);
+    } else {
+      this.management = null;
+    }
 
     Map<String, Pipeline> byId = new LinkedHashMap<>();
     runtime.pipelines().forEach(p -> byId.put(p.id(), p));
@@ -79,10 +103,26 @@ public final class IdemServer implements AutoCloseable {
             runtime.metrics(),
             admin,
             new HealthCheck(runtime.stores()),
-            runtime.prometheus());
-    jetty.setHandler(new GracefulHandler(handler));
+            runtime.prometheus(),
+            limits,
+            management != null);
+    this.headers = new HeaderDeadline(handler, limits.readTimeout(), System::nanoTime);
+    connector.addEventListener(headers);
+    if (management != null) {
+      management.addEventListener(headers);
+    }
+    this.graceful = new GracefulHandler(headers);
+    jetty.setHandler(graceful);
+    jetty.setErrorHandler(new JsonErrorHandler());
     jetty.setStopTimeout(settings.shutdownTimeout().toMillis());
     jetty.setStopAtShutdown(false);
+  }
+
+  private static void configure(ServerConnector c, ServerSettings settings) {
+    // Silence on a connection (between bytes of a request, or between requests) ends it.
+    c.setIdleTimeout(settings.limits().idleTimeout().toMillis());
+    // On shutdown, idle keep-alive connections close after this; busy ones finish first.
+    c.setShutdownIdleTimeout(Math.min(250, Math.max(1, settings.shutdownTimeout().toMillis())));
   }
 
   /**
@@ -97,6 +137,7 @@ public final class IdemServer implements AutoCloseable {
     IdemServer server = new IdemServer(settings, runtime);
     try {
       server.jetty.start();
+      server.headers.start(server.jetty.getScheduler());
     } catch (Exception e) {
       try {
         server.jetty.stop();
@@ -109,15 +150,21 @@ public final class IdemServer implements AutoCloseable {
               + settings.host()
               + ":"
               + settings.port()
+              + (settings.managementPort() == null
+                  ? ""
+                  : " and management port " + settings.managementPort())
               + " ("
               + e.getMessage()
-              + "); pick another server.port or stop what uses it",
+              + "); pick another server.port"
+              + (settings.managementPort() == null ? "" : " or server.management_port")
+              + " or stop what uses it",
           e);
     }
     LOG.info(
-        "idem listening on http://{}:{} ({} {}; request threads: {}; admin API {})",
+        "idem listening on http://{}:{}{} ({} {}; request threads: {}; admin API {})",
         settings.host(),
         server.port(),
+        server.management == null ? "" : ", /metrics on port " + server.managementPort(),
         runtime.pipelines().size(),
         runtime.pipelines().size() == 1 ? "pipeline" : "pipelines",
         server.virtualThreads ? "virtual" : "platform, at most " + settings.maxThreads(),
@@ -135,16 +182,53 @@ public final class IdemServer implements AutoCloseable {
   }
 
   /**
+   * Returns the management port (the one picked, if the config said 0), or -1 without a management
+   * listener.
+   *
+   * @return the local management port, or -1
+   */
+  public int managementPort() {
+    return management == null ? -1 : management.getLocalPort();
+  }
+
+  /**
+   * Returns the base URI of the management listener for loopback clients.
+   *
+   * @return e.g. {@code http://127.0.0.1:9090}
+   * @throws IllegalStateException without a management listener
+   */
+  public URI managementUri() {
+    if (management == null) {
+      throw new IllegalStateException("no management listener; set server.management_port");
+    }
+    return URI.create("http://" + loopbackHost() + ":" + management.getLocalPort());
+  }
+
+  private String loopbackHost() {
+    String host =
+        settings.host().equals("0.0.0.0") || settings.host().equals("::")
+            ? "127.0.0.1"
+            : settings.host();
+    return host.contains(":") ? "[" + host + "]" : host;
+  }
+
+  /**
    * Returns the base URI for loopback clients.
    *
    * @return e.g. {@code http://127.0.0.1:8080}
    */
   public URI uri() {
-    String host =
-        settings.host().equals("0.0.0.0") || settings.host().equals("::")
-            ? "127.0.0.1"
-            : settings.host();
-    return URI.create("http://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + port());
+    return URI.create("http://" + loopbackHost() + ":" + port());
+  }
+
+  /**
+   * Returns how many requests are being handled now: their headers are in and their answer is not
+   * yet written (a slow upload counts, though it holds no thread).
+   *
+   * @return the requests in flight
+   */
+  public long requestsInFlight() {
+    return graceful.getCurrentRequestCount();
   }
 
   /**

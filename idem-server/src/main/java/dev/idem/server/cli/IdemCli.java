@@ -180,9 +180,7 @@ public final class IdemCli implements Callable<Integer> {
       IdemConfig c = load(config);
       ServerSettings s = c.server();
       if (port != null) {
-        s =
-            new ServerSettings(
-                s.host(), port, s.adminToken(), s.maxThreads(), s.shutdownTimeout(), s.logLevel());
+        s = s.withPort(port);
       }
       applyLogLevel(s.logLevel());
       ServiceRuntime runtime = ServiceAssembly.assemble(c, new DefaultEdge(), TimeSource.system());

@@ -205,10 +205,64 @@ final class ConfigConverter {
         () -> new ServerSettings("h", 1, null, threads, Duration.ZERO, null), at + ".max_threads");
     orNull(
         () -> new ServerSettings("h", 1, null, 200, Duration.ZERO, s.logLevel), at + ".log_level");
-    if (shutdown == null) {
+    HttpLimits limits = httpLimits(s, at);
+    orNull(
+        () -> ServerSettings.defaults().withPort(port).withManagementPort(s.managementPort),
+        at + ".management_port");
+    if (shutdown == null || limits == null) {
       return null; // its problem is recorded
     }
-    return new ServerSettings(host, port, token, threads, shutdown, s.logLevel);
+    return new ServerSettings(
+        host, port, token, threads, shutdown, s.logLevel, limits, s.managementPort);
+  }
+
+  private @Nullable HttpLimits httpLimits(ServerProperties s, String at) {
+    HttpLimits d = HttpLimits.defaults();
+    Duration read = duration(s.readTimeout, at + ".read_timeout", d.readTimeout());
+    Duration idle = duration(s.idleTimeout, at + ".idle_timeout", d.idleTimeout());
+    Long rate = size(s.minDataRate, at + ".min_data_rate", d.minDataRate());
+    Long header = size(s.maxHeaderSize, at + ".max_header_size", d.maxHeaderSize());
+    // Each field on its own, against the defaults of the others, so every problem names its line.
+    boolean ok = read != null && idle != null && rate != null && header != null;
+    if (read != null) {
+      ok &= valid(d, read, -1, null, -1, at + ".read_timeout");
+    }
+    if (rate != null) {
+      ok &= valid(d, null, rate, null, -1, at + ".min_data_rate");
+    }
+    if (idle != null) {
+      ok &= valid(d, null, -1, idle, -1, at + ".idle_timeout");
+    }
+    if (header != null) {
+      ok &= valid(d, null, -1, null, header, at + ".max_header_size");
+    }
+    return ok ? new HttpLimits(read, rate, idle, (int) (long) header) : null;
+  }
+
+  /** Whether the defaults with one field replaced are valid; else a problem at {@code path}. */
+  private boolean valid(
+      HttpLimits d,
+      @Nullable Duration read,
+      long rate,
+      @Nullable Duration idle,
+      long header,
+      String path) {
+    return orNull(
+            () ->
+                new HttpLimits(
+                    read == null ? d.readTimeout() : read,
+                    rate < 0 ? d.minDataRate() : rate,
+                    idle == null ? d.idleTimeout() : idle,
+                    header < 0 ? d.maxHeaderSize() : (int) Math.min(Integer.MAX_VALUE, header)),
+            path)
+        != null;
+  }
+
+  private @Nullable Long size(@Nullable String text, String path, long fallback) {
+    if (text == null) {
+      return fallback;
+    }
+    return orNull(() -> DataSizes.parse(text), path);
   }
 
   private @Nullable StoreSettings store(StoreProperties s, String at) {

@@ -46,6 +46,13 @@ public final class ConfigPrinter {
     if (s.logLevel() != null) {
       server.put("log_level", s.logLevel());
     }
+    server.put("read_timeout", Durations.format(s.limits().readTimeout()));
+    server.put("min_data_rate", DataSizes.format(s.limits().minDataRate()));
+    server.put("idle_timeout", Durations.format(s.limits().idleTimeout()));
+    server.put("max_header_size", DataSizes.format(s.limits().maxHeaderSize()));
+    if (s.managementPort() != null) {
+      server.put("management_port", s.managementPort());
+    }
     root.put("server", server);
     root.put("store", store(config.store()));
     List<Object> pipelines = new ArrayList<>();

@@ -45,6 +45,21 @@ public final class IdemProperties {
 
     /** {@code log_level}. */
     public @Nullable String logLevel;
+
+    /** {@code read_timeout}. */
+    public @Nullable String readTimeout;
+
+    /** {@code min_data_rate} (bytes per second, e.g. {@code 1KiB}). */
+    public @Nullable String minDataRate;
+
+    /** {@code idle_timeout}. */
+    public @Nullable String idleTimeout;
+
+    /** {@code max_header_size}. */
+    public @Nullable String maxHeaderSize;
+
+    /** {@code management_port}. */
+    public @Nullable Integer managementPort;
   }
 
   /** {@code store} and {@code dedup.store}: where keys (and the outbox) are kept. */

@@ -17,6 +17,9 @@ import org.jspecify.annotations.Nullable;
  * @param shutdownTimeout how long shutdown waits for requests in flight and deliveries in progress
  * @param logLevel the level of Idem's own loggers, or null for the logback default (INFO, or {@code
  *     IDEM_LOG_LEVEL})
+ * @param limits how long and how slowly a client may send a request
+ * @param managementPort the port of the management listener ({@code /metrics}, {@code /health}), or
+ *     null to serve them on {@code port}; 0 picks a free one
  */
 public record ServerSettings(
     String host,
@@ -24,7 +27,9 @@ public record ServerSettings(
     @Nullable String adminToken,
     int maxThreads,
     Duration shutdownTimeout,
-    @Nullable String logLevel) {
+    @Nullable String logLevel,
+    HttpLimits limits,
+    @Nullable Integer managementPort) {
 
   /** The default host: all interfaces. */
   public static final String DEFAULT_HOST = "0.0.0.0";
@@ -49,6 +54,7 @@ public record ServerSettings(
   public ServerSettings {
     Objects.requireNonNull(host, "host");
     Objects.requireNonNull(shutdownTimeout, "shutdownTimeout");
+    Objects.requireNonNull(limits, "limits");
     if (host.isBlank()) {
       throw new IdemConfigException("host is blank; use 0.0.0.0 (all interfaces) or 127.0.0.1");
     }
@@ -75,6 +81,67 @@ public record ServerSettings(
               + logLevel
               + "' is not allowed; use trace, debug, info, warn, error or off");
     }
+    if (managementPort != null
+        && (managementPort < 0
+            || managementPort > 65535
+            || (managementPort != 0 && managementPort == port))) {
+      throw new IdemConfigException(
+          "management_port must be from 0 to 65535 and differ from port, got " + managementPort);
+    }
+  }
+
+  /**
+   * Creates settings with the default HTTP limits and no management listener.
+   *
+   * @param host the address to listen on
+   * @param port the TCP port
+   * @param adminToken the admin bearer token, or null
+   * @param maxThreads the most request threads on Java 17-20
+   * @param shutdownTimeout the shutdown timeout
+   * @param logLevel the level of Idem's loggers, or null
+   */
+  public ServerSettings(
+      String host,
+      int port,
+      @Nullable String adminToken,
+      int maxThreads,
+      Duration shutdownTimeout,
+      @Nullable String logLevel) {
+    this(
+        host, port, adminToken, maxThreads, shutdownTimeout, logLevel, HttpLimits.defaults(), null);
+  }
+
+  /**
+   * Returns these settings listening on another port.
+   *
+   * @param newPort the TCP port
+   * @return a copy with {@code port} replaced
+   */
+  public ServerSettings withPort(int newPort) {
+    return new ServerSettings(
+        host, newPort, adminToken, maxThreads, shutdownTimeout, logLevel, limits, managementPort);
+  }
+
+  /**
+   * Returns these settings with other HTTP limits.
+   *
+   * @param newLimits the limits
+   * @return a copy with {@code limits} replaced
+   */
+  public ServerSettings withLimits(HttpLimits newLimits) {
+    return new ServerSettings(
+        host, port, adminToken, maxThreads, shutdownTimeout, logLevel, newLimits, managementPort);
+  }
+
+  /**
+   * Returns these settings with a management listener.
+   *
+   * @param newManagementPort its port (0 picks a free one), or null for none
+   * @return a copy with {@code managementPort} replaced
+   */
+  public ServerSettings withManagementPort(@Nullable Integer newManagementPort) {
+    return new ServerSettings(
+        host, port, adminToken, maxThreads, shutdownTimeout, logLevel, limits, newManagementPort);
   }
 
   /**
@@ -102,6 +169,10 @@ public record ServerSettings(
         + shutdownTimeout
         + ", logLevel="
         + logLevel
+        + ", limits="
+        + limits
+        + ", managementPort="
+        + managementPort
         + "]";
   }
 }

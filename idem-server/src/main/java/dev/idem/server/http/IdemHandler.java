@@ -1,16 +1,15 @@
 package dev.idem.server.http;
 
+import dev.idem.server.config.HttpLimits;
 import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.pipeline.Answer;
 import dev.idem.server.pipeline.InboundRequest;
 import dev.idem.server.pipeline.Pipeline;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import java.io.IOException;
 import java.net.URLDecoder;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -18,11 +17,9 @@ import java.util.Map;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpHeader;
-import org.eclipse.jetty.io.Content;
 import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
-import org.eclipse.jetty.util.Blocker;
 import org.eclipse.jetty.util.Callback;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -30,12 +27,25 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Routes every request: a pipeline's webhook path (POST only), {@code /health}, {@code /metrics},
- * {@code /admin/...}; anything else is {@code 404}. Blocking (runs on a virtual thread on Java 21+,
- * on a bounded pool on 17). Each webhook body is read up to the pipeline's limit and no further: a
- * {@code Content-Length} above it is refused at once, and a streamed body is refused as soon as it
- * passes the limit, so an oversized body is never buffered whole.
+ * {@code /admin/...}; anything else is {@code 404}. With a management listener ({@code
+ * server.management_port}), {@code /metrics} is served only there, {@code /health} on both, and the
+ * management listener serves nothing else.
+ *
+ * <p>A webhook request is checked before its body is read: {@code 413} for a {@code Content-Length}
+ * over the pipeline's limit, {@code 415} for a {@code multipart/*} body, a charset other than UTF-8
+ * or a {@code Content-Encoding} other than {@code identity}, {@code 501} for a {@code
+ * Transfer-Encoding} other than {@code chunked}. Any other content type is read as JSON ({@code
+ * curl -d} sends form-encoded). The body is then read by a {@link BodyReader}, which holds no
+ * thread while the client is slow and bounds the upload by {@code server.read_timeout} and {@code
+ * server.min_data_rate} ({@code 408}); a streamed body is refused as soon as it passes the limit,
+ * so an oversized body is never buffered whole, and the buffer grows with the bytes that arrive,
+ * never from the declared length. The pipeline then runs on a pool thread (blocking is allowed: a
+ * virtual thread on Java 21+, the bounded pool on 17).
  */
 public final class IdemHandler extends Handler.Abstract {
+  /** The name of the management connector, whose requests see only the management paths. */
+  public static final String MANAGEMENT_CONNECTOR = "idem-management";
+
   private static final Logger LOG = LoggerFactory.getLogger(IdemHandler.class);
   private static final String PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -44,6 +54,8 @@ public final class IdemHandler extends Handler.Abstract {
   private final @Nullable AdminApi admin;
   private final HealthCheck health;
   private final @Nullable PrometheusMeterRegistry prometheus;
+  private final HttpLimits limits;
+  private final boolean managementListener;
 
   /**
    * Creates the handler.
@@ -54,13 +66,18 @@ public final class IdemHandler extends Handler.Abstract {
    *     {@code 404})
    * @param health the health check
    * @param prometheus the registry {@code /metrics} scrapes, or null for no {@code /metrics}
+   * @param limits the bounds on reading a body
+   * @param managementListener whether a connector named {@link #MANAGEMENT_CONNECTOR} serves {@code
+   *     /metrics} (then it is not served on the others)
    */
   public IdemHandler(
       List<Pipeline> pipelines,
       IdemMetrics metrics,
       @Nullable AdminApi admin,
       HealthCheck health,
-      @Nullable PrometheusMeterRegistry prometheus) {
+      @Nullable PrometheusMeterRegistry prometheus,
+      HttpLimits limits,
+      boolean managementListener) {
     super(InvocationType.BLOCKING);
     Map<String, Pipeline> paths = new HashMap<>();
     Map<String, IdemMetrics.PipelineMeters> m = new HashMap<>();
@@ -73,13 +90,25 @@ public final class IdemHandler extends Handler.Abstract {
     this.admin = admin;
     this.health = health;
     this.prometheus = prometheus;
+    this.limits = limits;
+    this.managementListener = managementListener;
   }
 
   @Override
   public boolean handle(Request request, Response response, Callback callback) {
     Answer answer;
     try {
-      answer = route(request);
+      if (onManagementConnector(request)) {
+        answer = management(request);
+      } else {
+        String path = request.getHttpURI().getPath();
+        Pipeline p = path == null ? null : byPath.get(path);
+        if (p != null) {
+          webhook(p, request, response, callback);
+          return true;
+        }
+        answer = route(request, path == null ? "/" : path);
+      }
     } catch (RuntimeException e) {
       LOG.warn("request {} {} failed", request.getMethod(), request.getHttpURI().getPath(), e);
       answer = Answer.error(500, "internal_error", "the request failed; retry later");
@@ -88,28 +117,49 @@ public final class IdemHandler extends Handler.Abstract {
     return true;
   }
 
-  private Answer route(Request request) {
+  private boolean onManagementConnector(Request request) {
+    return managementListener
+        && MANAGEMENT_CONNECTOR.equals(request.getConnectionMetaData().getConnector().getName());
+  }
+
+  private Answer management(Request request) {
     String path = request.getHttpURI().getPath();
-    if (path == null) {
-      path = "/";
-    }
     String method = request.getMethod();
-    Pipeline p = byPath.get(path);
-    if (p != null) {
-      IdemMetrics.PipelineMeters m = meters.get(p.id());
-      Answer a = webhook(p, method, request);
-      m.answered(a.status());
-      return a;
+    if ("/health".equals(path)) {
+      return method.equals("GET") || method.equals("HEAD") ? health.check() : notAllowed("GET");
     }
+    if ("/metrics".equals(path) && prometheus != null) {
+      return metrics(method);
+    }
+    return Answer.error(
+        404,
+        "not_found",
+        "the management port serves only /metrics and /health; webhooks and /admin are on"
+            + " server.port");
+  }
+
+  private Answer metrics(String method) {
+    if (!method.equals("GET") && !method.equals("HEAD")) {
+      return notAllowed("GET");
+    }
+    PrometheusMeterRegistry registry = java.util.Objects.requireNonNull(prometheus);
+    return new Answer(
+        200, PROMETHEUS_TYPE, Map.of(), registry.scrape().getBytes(StandardCharsets.UTF_8));
+  }
+
+  private Answer route(Request request, String path) {
+    String method = request.getMethod();
     if (path.equals("/health")) {
       return method.equals("GET") || method.equals("HEAD") ? health.check() : notAllowed("GET");
     }
     if (path.equals("/metrics") && prometheus != null) {
-      if (!method.equals("GET") && !method.equals("HEAD")) {
-        return notAllowed("GET");
+      if (managementListener) {
+        return Answer.error(
+            404,
+            "not_found",
+            "/metrics is served on the management port (server.management_port), not here");
       }
-      return new Answer(
-          200, PROMETHEUS_TYPE, Map.of(), prometheus.scrape().getBytes(StandardCharsets.UTF_8));
+      return metrics(method);
     }
     if (path.equals("/admin") || path.startsWith("/admin/")) {
       return admin(request, method, path);
@@ -125,29 +175,64 @@ public final class IdemHandler extends Handler.Abstract {
         405, "method_not_allowed", "use " + allow + " on this path", Map.of("Allow", allow));
   }
 
-  private Answer webhook(Pipeline p, String method, Request request) {
-    if (!method.equals("POST")) {
+  private void webhook(Pipeline p, Request request, Response response, Callback callback) {
+    IdemMetrics.PipelineMeters m = meters.get(p.id());
+    Answer early = beforeBody(p, request);
+    if (early != null) {
+      m.answered(early.status());
+      write(response, early, callback);
+      return;
+    }
+    HttpFields headers = request.getHeaders();
+    BodyReader reader =
+        new BodyReader(
+            request,
+            p.settings().webhook().maxBody(),
+            limits,
+            request.getComponents().getScheduler(),
+            System::nanoTime,
+            new BodyReader.Outcome() {
+              @Override
+              public void body(byte[] body) {
+                Answer a;
+                try {
+                  a = p.handle(new InboundRequest(body, headers::get));
+                } catch (RuntimeException e) {
+                  LOG.warn("request POST {} failed", p.settings().webhook().path(), e);
+                  a = Answer.error(500, "internal_error", "the request failed; retry later");
+                }
+                m.answered(a.status());
+                write(response, a, callback);
+              }
+
+              @Override
+              public void refused(Answer answer) {
+                m.answered(answer.status());
+                write(response, answer, callback);
+              }
+            });
+    reader.start();
+  }
+
+  /** The checks a webhook request gets from its headers alone; null if it may send its body. */
+  private static @Nullable Answer beforeBody(Pipeline p, Request request) {
+    if (!request.getMethod().equals("POST")) {
       return notAllowed("POST");
+    }
+    HttpFields headers = request.getHeaders();
+    Answer refused = ContentRules.check(headers);
+    if (refused != null) {
+      return refused;
     }
     long max = p.settings().webhook().maxBody();
     long declared = request.getLength();
     if (declared > max) {
       return tooLarge(max, declared);
     }
-    byte[] body;
-    try {
-      body = readAtMost(request, declared, max);
-    } catch (IOException e) {
-      return Answer.error(400, "bad_request", "the body could not be read: " + e.getMessage());
-    }
-    if (body == null) {
-      return tooLarge(max, -1);
-    }
-    HttpFields headers = request.getHeaders();
-    return p.handle(new InboundRequest(body, headers::get));
+    return null;
   }
 
-  private static Answer tooLarge(long max, long declared) {
+  static Answer tooLarge(long max, long declared) {
     return Answer.error(
         413,
         "body_too_large",
@@ -157,54 +242,6 @@ public final class IdemHandler extends Handler.Abstract {
             + (declared > 0 ? " (Content-Length " + declared + ")" : "")
             + "; send a smaller event or raise source.webhook.max_body",
         Map.of("Connection", "close"));
-  }
-
-  /**
-   * Reads the body chunk by chunk, blocking for more, and returns null as soon as it exceeds {@code
-   * max} bytes (the rest is never read). With a declared length, the array is allocated once at
-   * that size.
-   */
-  private static byte @Nullable [] readAtMost(Request request, long declared, long max)
-      throws IOException {
-    byte[] buf = new byte[(int) (declared >= 0 ? declared : Math.min(max + 1, 16 * 1024))];
-    int n = 0;
-    while (true) {
-      Content.Chunk chunk = request.read();
-      if (chunk == null) {
-        try (Blocker.Runnable more = Blocker.runnable()) {
-          request.demand(more);
-          more.block();
-        }
-        continue;
-      }
-      try {
-        if (Content.Chunk.isFailure(chunk)) {
-          Throwable failure = chunk.getFailure();
-          throw failure instanceof IOException io ? io : new IOException(failure);
-        }
-        ByteBuffer bytes = chunk.getByteBuffer();
-        int length = bytes.remaining();
-        if (n + (long) length > max) {
-          return null;
-        }
-        if (n + length > buf.length) {
-          buf =
-              Arrays.copyOf(
-                  buf, (int) Math.min(max + 1, Math.max((long) n + length, 2L * buf.length)));
-        }
-        bytes.get(buf, n, length);
-        n += length;
-        if (chunk.isLast()) {
-          break;
-        }
-      } finally {
-        chunk.release();
-      }
-    }
-    if (declared >= 0 && n != declared) {
-      throw new IOException("the body ended after " + n + " of " + declared + " bytes");
-    }
-    return n == buf.length ? buf : Arrays.copyOf(buf, n);
   }
 
   private Answer admin(Request request, String method, String path) {
@@ -222,22 +259,32 @@ public final class IdemHandler extends Handler.Abstract {
           Map.of("WWW-Authenticate", "Bearer realm=\"idem-admin\""));
     }
     List<String> segments = new ArrayList<>();
-    for (String s : path.substring("/admin".length()).split("/", -1)) {
-      if (!s.isEmpty()) {
-        segments.add(URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8));
-      }
-    }
     Map<String, String> query = new LinkedHashMap<>();
-    String q = request.getHttpURI().getQuery();
-    if (q != null) {
-      for (String pair : q.split("&")) {
-        int eq = pair.indexOf('=');
-        if (eq > 0) {
-          query.put(
-              URLDecoder.decode(pair.substring(0, eq), StandardCharsets.UTF_8),
-              URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8));
+    try {
+      for (String s : path.substring("/admin".length()).split("/", -1)) {
+        if (!s.isEmpty()) {
+          segments.add(URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8));
         }
       }
+      String q = request.getHttpURI().getQuery();
+      if (q != null) {
+        for (String pair : q.split("&")) {
+          int eq = pair.indexOf('=');
+          if (eq > 0) {
+            query.put(
+                URLDecoder.decode(pair.substring(0, eq), StandardCharsets.UTF_8),
+                URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8));
+          }
+        }
+      }
+    } catch (IllegalArgumentException e) {
+      // URLDecoder's answer to '%' not followed by two hex digits, e.g. %ZZ.
+      return Answer.error(
+          400,
+          "bad_request",
+          "the admin URL has a malformed percent-encoding ("
+              + e.getMessage()
+              + "); encode each byte of the key as %XX, and '%' itself as %25");
     }
     return admin.handle(method, segments, query);
   }

@@ -7,8 +7,8 @@ public final class Json {
   private Json() {}
 
   /**
-   * Appends {@code s} as a JSON string literal, escaping quotes, backslashes and control
-   * characters.
+   * Appends {@code s} as a JSON string literal, escaping quotes, backslashes, control characters
+   * and U+2028/U+2029 (as <code>&#92;u2028</code>, <code>&#92;u2029</code>).
    *
    * @param out where to append
    * @param s the text
@@ -25,7 +25,12 @@ public final class Json {
         case '\t' -> out.append("\\t");
         default -> {
           if (c < 0x20 || c == 0x2028 || c == 0x2029) {
-            out.append("\\u00").append(HEX[(c >> 4) & 0xF]).append(HEX[c & 0xF]);
+            // U+2028 and U+2029 are valid in JSON but end a line in JavaScript before ES2019.
+            out.append("\\u")
+                .append(HEX[(c >> 12) & 0xF])
+                .append(HEX[(c >> 8) & 0xF])
+                .append(HEX[(c >> 4) & 0xF])
+                .append(HEX[c & 0xF]);
           } else {
             out.append(c);
           }

@@ -10,10 +10,13 @@ import java.io.IOException;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Checks that a webhook body is one well-formed JSON value within explicit limits, in one streaming
- * pass without building a tree: nesting depth, string and number lengths, and no duplicate field
- * names in any object (which JSON parsers resolve differently, so a signed body could mean two
- * things).
+ * Checks that a webhook body is one well-formed I-JSON value (RFC 7493, what the key rules read)
+ * within explicit limits, in one streaming pass without building a tree: UTF-8 (not UTF-16 or
+ * UTF-32, which have NUL bytes), no lone surrogate in any string or name, no number outside the
+ * IEEE-754 double range (e.g. {@code 1e400}), nesting depth, string and number lengths, and no
+ * duplicate field names in any object (which JSON parsers resolve differently, so a signed body
+ * could mean two things). Each is {@code 400 malformed_json} (or its own code), before any key is
+ * derived.
  */
 public final class JsonBodyCheck {
   /** The longest number accepted, in characters. */
@@ -59,12 +62,27 @@ public final class JsonBodyCheck {
    * @return null if it is fine, else the error answer ({@code 400})
    */
   public @Nullable Answer check(byte[] body) {
+    String encoding = notUtf8(body);
+    if (encoding != null) {
+      return Answer.error(400, "malformed_json", encoding);
+    }
     try (JsonParser p = factory.createParser(body)) {
       JsonToken t = p.nextToken();
       if (t == null) {
         return Answer.error(400, "malformed_json", "the body is empty; send one JSON value");
       }
-      p.skipChildren();
+      int depth = 0;
+      do {
+        String bad = notIJson(p, t);
+        if (bad != null) {
+          return Answer.error(400, "malformed_json", bad);
+        }
+        if (t.isStructStart()) {
+          depth++;
+        } else if (t.isStructEnd()) {
+          depth--;
+        }
+      } while (depth > 0 && (t = p.nextToken()) != null);
       if (p.nextToken() != null) {
         return Answer.error(
             400, "malformed_json", "the body has content after its JSON value; send one value");
@@ -89,6 +107,109 @@ public final class JsonBodyCheck {
       }
       return Answer.error(400, "malformed_json", "the body is not valid JSON: " + firstLine(m));
     }
+  }
+
+  /** What makes one token not I-JSON, or null. */
+  private static @Nullable String notIJson(JsonParser p, JsonToken t) throws IOException {
+    switch (t) {
+      case FIELD_NAME, VALUE_STRING -> {
+        String text = p.getText();
+        int at = loneSurrogate(text);
+        if (at >= 0) {
+          return "the body has a lone surrogate (\\u"
+              + Integer.toHexString(text.charAt(at))
+              + ") in a "
+              + (t == JsonToken.FIELD_NAME ? "field name" : "string")
+              + "; send well-formed Unicode text";
+        }
+        return null;
+      }
+      case VALUE_NUMBER_FLOAT -> {
+        if (Double.isInfinite(p.getDoubleValue())) {
+          return "the number "
+              + p.getText()
+              + " is outside the range of a double (about 1.8e308); send it as a string";
+        }
+        return null;
+      }
+      default -> {
+        return null;
+      }
+    }
+  }
+
+  private static int loneSurrogate(String s) {
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (Character.isHighSurrogate(c)) {
+        if (i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+          i++;
+        } else {
+          return i;
+        }
+      } else if (Character.isLowSurrogate(c)) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  /**
+   * Says why the bytes are not UTF-8 text without NUL, or null if they are: overlong forms, encoded
+   * surrogates and code points past U+10FFFF are not UTF-8; a NUL byte cannot be in JSON text, so
+   * it means UTF-16 or UTF-32.
+   */
+  static @Nullable String notUtf8(byte[] b) {
+    int i = 0;
+    while (i < b.length) {
+      int c = b[i] & 0xFF;
+      if (c == 0) {
+        return "the body has a NUL byte at offset "
+            + i
+            + ", so it is not UTF-8 JSON (UTF-16 or UTF-32?); send JSON in UTF-8";
+      }
+      if (c < 0x80) {
+        i++;
+        continue;
+      }
+      int n;
+      int lo = 0x80;
+      int hi = 0xBF;
+      if (c >= 0xC2 && c <= 0xDF) {
+        n = 1;
+      } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 2;
+        lo = c == 0xE0 ? 0xA0 : 0x80; // no overlong forms
+        hi = c == 0xED ? 0x9F : 0xBF; // no UTF-16 surrogates
+      } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 3;
+        lo = c == 0xF0 ? 0x90 : 0x80;
+        hi = c == 0xF4 ? 0x8F : 0xBF; // nothing past U+10FFFF
+      } else {
+        return notUtf8At(i);
+      }
+      if (i + n >= b.length) {
+        return notUtf8At(i);
+      }
+      int second = b[i + 1] & 0xFF;
+      if (second < lo || second > hi) {
+        return notUtf8At(i);
+      }
+      for (int k = 2; k <= n; k++) {
+        int next = b[i + k] & 0xFF;
+        if (next < 0x80 || next > 0xBF) {
+          return notUtf8At(i);
+        }
+      }
+      i += n + 1;
+    }
+    return null;
+  }
+
+  private static String notUtf8At(int offset) {
+    return "the body is not UTF-8 (an invalid byte sequence at offset "
+        + offset
+        + "); send JSON in UTF-8";
   }
 
   private static String firstLine(@Nullable String m) {

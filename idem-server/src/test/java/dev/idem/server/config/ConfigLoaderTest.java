@@ -182,7 +182,8 @@ class ConfigLoaderTest {
     assertThat(e.problems().get(0).toString())
         .isEqualTo(
             "idem.yaml:2:3: server.prot: unknown key 'prot'; allowed here: admin_token, host,"
-                + " log_level, max_threads, port, shutdown_timeout");
+                + " idle_timeout, log_level, management_port, max_header_size, max_threads,"
+                + " min_data_rate, port, read_timeout, shutdown_timeout");
     assertThat(e.problems().get(1).toString())
         .startsWith("idem.yaml:5:37: pipelines[0].source.webhook.maxbody: unknown key 'maxbody';")
         .contains("max_body");

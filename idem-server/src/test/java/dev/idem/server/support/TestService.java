@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.UnaryOperator;
 import org.jspecify.annotations.Nullable;
 
 /** A service on a random port, its pipelines from YAML, wired with test parts. */
@@ -26,7 +27,7 @@ public final class TestService implements AutoCloseable {
   public final IdemServer server;
   public final Http http;
 
-  private TestService(String yaml, @Nullable String token) {
+  private TestService(String yaml, @Nullable String token, UnaryOperator<ServerSettings> listener) {
     IdemConfig config = ConfigLoader.parse("test.yaml", yaml, name -> null);
     IdemMetrics metrics = new IdemMetrics(new PrometheusMeterRegistry(PrometheusConfig.DEFAULT));
     List<Pipeline> pipelines = new ArrayList<>();
@@ -60,13 +61,21 @@ public final class TestService implements AutoCloseable {
             });
     server =
         IdemServer.start(
-            new ServerSettings("127.0.0.1", 0, token, 16, Duration.ofSeconds(5), null), runtime);
+            listener.apply(
+                new ServerSettings("127.0.0.1", 0, token, 16, Duration.ofSeconds(5), null)),
+            runtime);
     http = new Http(server.uri());
   }
 
   /** Starts a service. */
   public static TestService start(String yaml, @Nullable String adminToken) {
-    return new TestService(yaml, adminToken);
+    return new TestService(yaml, adminToken, s -> s);
+  }
+
+  /** Starts a service with changed listener settings (limits, management port). */
+  public static TestService start(
+      String yaml, @Nullable String adminToken, UnaryOperator<ServerSettings> server) {
+    return new TestService(yaml, adminToken, server);
   }
 
   @Override
