@@ -44,7 +44,9 @@ import java.util.Objects;
  * Builds a {@link ServiceRuntime} from a config: opens each distinct store once, builds every
  * pipeline's key rule, dedup step, ordering gate, transform, sink and deliverer, and starts the
  * background deliverers of asynchronous pipelines. If anything fails, what was opened is closed
- * again and the error names the pipeline.
+ * again and the error names the pipeline. A Redis or JDBC store that cannot be reached does not
+ * stop the start (unless its {@code fail_fast} is set): its pipelines answer 503 with {@code
+ * Retry-After}, and {@code /health} reports it, until it opens in the background.
  */
 public final class ServiceAssembly {
   private ServiceAssembly() {}
@@ -82,7 +84,8 @@ public final class ServiceAssembly {
     new UptimeMetrics().bindTo(prometheus);
 
     DedupListener listener = metrics.dedupListener();
-    Map<StoreSettings, DedupStore> stores = StoreRegistry.open(wanted(config), listener, time);
+    Map<StoreSettings, DedupStore> stores =
+        StoreRegistry.open(wanted(config), listener, time, true);
     List<AutoCloseable> sinks = new ArrayList<>();
     List<Pipeline> pipelines = new ArrayList<>();
     try {
@@ -136,7 +139,8 @@ public final class ServiceAssembly {
    * @throws IdemConfigException if it cannot be opened
    */
   public static DedupStore openStore(StoreSettings settings) {
-    return StoreRegistry.open(Map.of(settings, Map.of()), DedupListener.NOOP, TimeSource.system())
+    return StoreRegistry.open(
+            Map.of(settings, Map.of()), DedupListener.NOOP, TimeSource.system(), false)
         .get(settings);
   }
 
@@ -224,7 +228,13 @@ public final class ServiceAssembly {
         String queue = p.id();
         metrics.outboxDepth(queue, box, ob -> ob.depth(queue));
         Edge.Dispatcher dispatcher =
-            edge.dispatcher(queue, box, sink, p.deliver().retry(), deliveries);
+            edge.dispatcher(
+                queue,
+                box,
+                sink,
+                p.deliver().retry(),
+                deliveries,
+                config.storeOf(p).faults().claimTimeout());
         background.add(dispatcher);
         b.onEnqueued(dispatcher::wakeUp);
       }
