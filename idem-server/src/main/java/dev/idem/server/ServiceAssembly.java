@@ -13,6 +13,7 @@ import dev.idem.server.config.DedupMode;
 import dev.idem.server.config.DedupSettings;
 import dev.idem.server.config.DeliveryMode;
 import dev.idem.server.config.IdemConfig;
+import dev.idem.server.config.LeaseCheck;
 import dev.idem.server.config.OrderingSettings;
 import dev.idem.server.config.PipelineSettings;
 import dev.idem.server.config.StoreSettings;
@@ -39,6 +40,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Builds a {@link ServiceRuntime} from a config: opens each distinct store once, builds every
@@ -49,6 +52,8 @@ import java.util.Objects;
  * Retry-After}, and {@code /health} reports it, until it opens in the background.
  */
 public final class ServiceAssembly {
+  private static final Logger LOG = LoggerFactory.getLogger(ServiceAssembly.class);
+
   private ServiceAssembly() {}
 
   /**
@@ -83,6 +88,9 @@ public final class ServiceAssembly {
     new ProcessorMetrics().bindTo(prometheus);
     new UptimeMetrics().bindTo(prometheus);
 
+    for (String warning : LeaseCheck.warnings(config)) {
+      LOG.warn(warning);
+    }
     DedupListener listener = metrics.dedupListener();
     Map<StoreSettings, DedupStore> stores =
         StoreRegistry.open(wanted(config), listener, time, true);
