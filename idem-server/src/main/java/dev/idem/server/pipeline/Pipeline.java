@@ -248,7 +248,7 @@ public final class Pipeline {
     }
     if (decision instanceof Decision.Acquired a) {
       if (leaseRanOut(a.reservation())) {
-        return leaseExpired(a.reservation(), key, "before processing (the reserve was slow)");
+        return leaseExpired(a.reservation(), key, "before processing (the reserve was slow)", 0);
       }
       return process(request, key, a.reservation());
     }
@@ -334,7 +334,7 @@ public final class Pipeline {
   private Answer deliverNow(
       DedupKey key, @Nullable Reservation r, @Nullable String orderingKey, List<byte[]> outputs) {
     if (leaseRanOut(r)) {
-      return leaseExpired(r, key, "before delivery");
+      return leaseExpired(r, key, "before delivery", 0);
     }
     if (outputs.size() == 1) {
       DeliveryOutcome outcome =
@@ -355,7 +355,7 @@ public final class Pipeline {
       if (i > 0 && leaseRanOut(r)) {
         // The outputs delivered so far carry their own Idempotency-Keys; a resend repeats them.
         settleChild(child, false, key);
-        return leaseExpired(null, key, "before delivering output " + i);
+        return leaseExpired(null, key, "before delivering output " + i, i);
       }
       DeliveryOutcome outcome =
           deliverer.deliver(
@@ -408,7 +408,7 @@ public final class Pipeline {
     }
     // The key's commit and every message are written together: accepted whole or not at all.
     if (leaseRanOut(r)) {
-      return leaseExpired(r, key, "before the accept was written");
+      return leaseExpired(r, key, "before the accept was written", 0);
     }
     if (r.commitAndEnqueue(messages) == Settlement.LEASE_LOST) {
       LOG.warn(
@@ -434,19 +434,30 @@ public final class Pipeline {
     return r != null && time.wallMillis() >= r.leaseUntil().toEpochMilli();
   }
 
-  /** Releases (a no-op if the key was taken over) and answers 503: nothing was delivered. */
-  private Answer leaseExpired(@Nullable Reservation r, DedupKey key, String when) {
+  /**
+   * Releases (a no-op if the key was taken over) and answers 503 instead of delivering.
+   *
+   * @param delivered how many fan-out outputs were delivered before the lease ran out
+   */
+  private Answer leaseExpired(@Nullable Reservation r, DedupKey key, String when, int delivered) {
     release(r, key, "its lease ran out " + when);
     LOG.warn(
-        "pipeline={} key={} lease ran out {}; nothing was delivered, answered 503",
+        "pipeline={} key={} lease ran out {}; {} delivered, answered 503",
         id,
         key.toHex(),
-        when);
+        when,
+        delivered == 0 ? "nothing" : delivered + " outputs");
     return Answer.error(
         503,
         "lease_expired",
-        "processing took longer than dedup.lease (a slow store or ordering wait); nothing was"
-            + " delivered for this request, retry later",
+        "processing took longer than dedup.lease (a slow store or ordering wait); "
+            + (delivered == 0
+                ? "nothing was delivered for this request"
+                : "only the first "
+                    + delivered
+                    + " outputs were delivered (a resend repeats them with the same"
+                    + " Idempotency-Keys)")
+            + ", retry later",
         Map.of("Retry-After", STORE_RETRY_AFTER));
   }
 
