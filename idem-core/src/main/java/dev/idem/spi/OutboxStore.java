@@ -58,6 +58,25 @@ public interface OutboxStore {
   List<OutboxRecord> claim(String queue, int max, long nowMillis, long claimMillis);
 
   /**
+   * Makes the entries of a queue that an earlier run of the process claimed claimable at once, so
+   * that what a killed process had claimed is delivered right after a restart rather than when its
+   * claims run out. A dispatcher calls it once when it starts, before it claims from the queue.
+   *
+   * <p>A store that only one process can open at a time (an embedded store) knows that every claim
+   * it finds then was made by an earlier process, which is gone, and releases them all; scheduled
+   * retries ({@link #reschedule}) keep their time. A store whose outbox dies with the process has
+   * no earlier claims, and a store shared by several live processes cannot tell an earlier run's
+   * claims from a live instance's: both release none (the default), and a shared store's claims
+   * come back when they run out.
+   *
+   * @param queue the queue
+   * @return how many entries were released
+   */
+  default long releaseClaimsOfEarlierRuns(String queue) {
+    return 0;
+  }
+
+  /**
    * Removes a delivered entry.
    *
    * @param queue the queue

@@ -2,6 +2,7 @@ package dev.idem.server;
 
 import dev.idem.TimeSource;
 import dev.idem.server.config.SinkSettings;
+import dev.idem.server.config.StoreFaults;
 import dev.idem.server.deliver.Delivery;
 import dev.idem.server.deliver.DeliveryCodec;
 import dev.idem.server.deliver.DeliveryListener;
@@ -19,6 +20,7 @@ import dev.idem.server.signature.SignatureVerifiers;
 import dev.idem.server.transform.Transform;
 import dev.idem.server.transform.Transforms;
 import dev.idem.spi.OutboxStore;
+import java.time.Duration;
 
 /**
  * The service's edge parts: {@link SignatureVerifiers}, jq {@link Transforms}, the {@link Sinks},
@@ -66,11 +68,23 @@ public final class DefaultEdge implements Edge {
       Sink sink,
       RetryPolicy retry,
       DeliveryListener listener) {
+    return dispatcher(pipeline, outbox, sink, retry, listener, StoreFaults.DEFAULT_CLAIM_TIMEOUT);
+  }
+
+  @Override
+  public Dispatcher dispatcher(
+      String pipeline,
+      OutboxStore outbox,
+      Sink sink,
+      RetryPolicy retry,
+      DeliveryListener listener,
+      Duration claimTimeout) {
     OutboxDispatcher d =
         OutboxDispatcher.builder(pipeline, outbox, sink)
             .retryPolicy(retry)
             .listener(listener)
             .decoder(DeliveryCodec::decode)
+            .claimTimeout(claimTimeout)
             .start();
     return new Dispatcher() {
       @Override

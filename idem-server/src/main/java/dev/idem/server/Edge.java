@@ -12,6 +12,7 @@ import dev.idem.server.signature.SignatureSettings;
 import dev.idem.server.signature.SignatureVerifier;
 import dev.idem.server.transform.Transform;
 import dev.idem.spi.OutboxStore;
+import java.time.Duration;
 
 /**
  * The parts of a pipeline at the service's edges, made from settings: signature verifiers,
@@ -72,6 +73,29 @@ public interface Edge {
    */
   Dispatcher dispatcher(
       String pipeline, OutboxStore outbox, Sink sink, RetryPolicy retry, DeliveryListener listener);
+
+  /**
+   * Starts delivering a pipeline's outbox queue with a given claim timeout; see {@link
+   * #dispatcher(String, OutboxStore, Sink, RetryPolicy, DeliveryListener)}. The default ignores the
+   * claim timeout (the dispatcher's own default, 5 minutes).
+   *
+   * @param pipeline the pipeline id (the outbox queue)
+   * @param outbox the store's outbox
+   * @param sink the sink
+   * @param retry the retry policy
+   * @param listener hears outcomes
+   * @param claimTimeout how long a claim hides an entry ({@code store.claim_timeout})
+   * @return the running dispatcher
+   */
+  default Dispatcher dispatcher(
+      String pipeline,
+      OutboxStore outbox,
+      Sink sink,
+      RetryPolicy retry,
+      DeliveryListener listener,
+      Duration claimTimeout) {
+    return dispatcher(pipeline, outbox, sink, retry, listener);
+  }
 
   /**
    * Encodes a delivery as an outbox payload.

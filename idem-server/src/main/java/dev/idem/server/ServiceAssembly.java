@@ -13,6 +13,7 @@ import dev.idem.server.config.DedupMode;
 import dev.idem.server.config.DedupSettings;
 import dev.idem.server.config.DeliveryMode;
 import dev.idem.server.config.IdemConfig;
+import dev.idem.server.config.LeaseCheck;
 import dev.idem.server.config.OrderingSettings;
 import dev.idem.server.config.PipelineSettings;
 import dev.idem.server.config.StoreSettings;
@@ -39,14 +40,20 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Builds a {@link ServiceRuntime} from a config: opens each distinct store once, builds every
  * pipeline's key rule, dedup step, ordering gate, transform, sink and deliverer, and starts the
  * background deliverers of asynchronous pipelines. If anything fails, what was opened is closed
- * again and the error names the pipeline.
+ * again and the error names the pipeline. A Redis or JDBC store that cannot be reached does not
+ * stop the start (unless its {@code fail_fast} is set): its pipelines answer 503 with {@code
+ * Retry-After}, and {@code /health} reports it, until it opens in the background.
  */
 public final class ServiceAssembly {
+  private static final Logger LOG = LoggerFactory.getLogger(ServiceAssembly.class);
+
   private ServiceAssembly() {}
 
   /**
@@ -81,8 +88,12 @@ public final class ServiceAssembly {
     new ProcessorMetrics().bindTo(prometheus);
     new UptimeMetrics().bindTo(prometheus);
 
+    for (String warning : LeaseCheck.warnings(config)) {
+      LOG.warn(warning);
+    }
     DedupListener listener = metrics.dedupListener();
-    Map<StoreSettings, DedupStore> stores = StoreRegistry.open(wanted(config), listener, time);
+    Map<StoreSettings, DedupStore> stores =
+        StoreRegistry.open(wanted(config), listener, time, true);
     List<AutoCloseable> sinks = new ArrayList<>();
     List<Pipeline> pipelines = new ArrayList<>();
     try {
@@ -136,7 +147,8 @@ public final class ServiceAssembly {
    * @throws IdemConfigException if it cannot be opened
    */
   public static DedupStore openStore(StoreSettings settings) {
-    return StoreRegistry.open(Map.of(settings, Map.of()), DedupListener.NOOP, TimeSource.system())
+    return StoreRegistry.open(
+            Map.of(settings, Map.of()), DedupListener.NOOP, TimeSource.system(), false)
         .get(settings);
   }
 
@@ -224,7 +236,13 @@ public final class ServiceAssembly {
         String queue = p.id();
         metrics.outboxDepth(queue, box, ob -> ob.depth(queue));
         Edge.Dispatcher dispatcher =
-            edge.dispatcher(queue, box, sink, p.deliver().retry(), deliveries);
+            edge.dispatcher(
+                queue,
+                box,
+                sink,
+                p.deliver().retry(),
+                deliveries,
+                config.storeOf(p).faults().claimTimeout());
         background.add(dispatcher);
         b.onEnqueued(dispatcher::wakeUp);
       }

@@ -370,6 +370,33 @@ abstract class OutboxChecks extends ContractChecks {
   }
 
   @Test
+  void releasingEarlierClaimsKeepsScheduledRetriesAndReleasesOnlyClaims() {
+    // given a claimed entry, one rescheduled for later, and a new one; then (for a durable store)
+    // a restart, which makes the claim an earlier run's
+    OutboxStore outbox = fx.assumeOutbox();
+    DedupKey claimed = enqueue(outbox, queue(), utf8("c"));
+    DedupKey later = enqueue(outbox, queue(), utf8("l"));
+    List<OutboxRecord> both = outbox.claim(queue(), 2, now(), CLAIM);
+    outbox.reschedule(queue(), both.get(1).id(), now() + 10 * CLAIM, "retry later");
+    DedupKey fresh = enqueue(outbox, queue(), utf8("f"));
+    OutboxStore next = store().capabilities().durable() ? (OutboxStore) fx.reopen(store()) : outbox;
+
+    // when the next run's dispatcher starts
+    long released = next.releaseClaimsOfEarlierRuns(queue());
+
+    // then at most the claimed entry came back; the scheduled retry still waits for its time
+    assertThat(released).as("entries released").isBetween(0L, 1L);
+    List<OutboxRecord> claimable = next.claim(queue(), 10, now(), CLAIM);
+    if (released == 1) {
+      assertThat(claimable).extracting(OutboxRecord::key).containsExactly(claimed, fresh);
+      assertThat(claimable.get(0).attempts()).as("attempts of the released entry").isEqualTo(2);
+    } else {
+      assertThat(claimable).extracting(OutboxRecord::key).containsExactly(fresh);
+    }
+    assertThat(claimable).extracting(OutboxRecord::key).doesNotContain(later);
+  }
+
+  @Test
   void theOutboxSurvivesAReopen() {
     // given a durable store with a waiting entry, a claimed one and a dead letter
     fx.assumeDurable();

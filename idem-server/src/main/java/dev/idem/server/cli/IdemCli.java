@@ -18,6 +18,7 @@ import dev.idem.server.config.ConfigException;
 import dev.idem.server.config.ConfigLoader;
 import dev.idem.server.config.ConfigPrinter;
 import dev.idem.server.config.IdemConfig;
+import dev.idem.server.config.LeaseCheck;
 import dev.idem.server.config.PipelineSettings;
 import dev.idem.server.config.ServerSettings;
 import dev.idem.server.config.StoreSettings;
@@ -245,6 +246,9 @@ public final class IdemCli implements Callable<Integer> {
       out.print(ConfigPrinter.toYaml(c));
       out.flush();
       PrintWriter err = spec.commandLine().getErr();
+      for (String warning : LeaseCheck.warnings(c)) {
+        err.println("idem: warning: " + warning);
+      }
       err.println(
           "idem: "
               + file

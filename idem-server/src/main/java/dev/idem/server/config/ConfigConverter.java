@@ -293,7 +293,32 @@ final class ConfigConverter {
     ok &= onlyFor(s.username != null, type == StoreType.JDBC, at + ".username", "jdbc", type);
     ok &= onlyFor(s.password != null, type == StoreType.JDBC, at + ".password", "jdbc", type);
     ok &= onlyFor(s.maxKeys != null, type == StoreType.MEMORY, at + ".max_keys", "memory", type);
-    if (!ok) {
+    boolean remote = type == StoreType.REDIS || type == StoreType.JDBC;
+    ok &= onlyFor(s.timeout != null, remote, at + ".timeout", "redis and jdbc", type);
+    ok &= onlyFor(s.failFast != null, remote, at + ".fail_fast", "redis and jdbc", type);
+    ok &=
+        onlyFor(
+            s.reconnectDelay != null,
+            type == StoreType.REDIS,
+            at + ".reconnect_delay",
+            "redis",
+            type);
+    ok &=
+        onlyFor(
+            s.requireDurable != null,
+            type == StoreType.REDIS,
+            at + ".require_durable",
+            "redis",
+            type);
+    ok &=
+        onlyFor(
+            s.claimTimeout != null,
+            type != StoreType.REDIS,
+            at + ".claim_timeout",
+            "rocksdb, memory and jdbc (stores with an outbox)",
+            type);
+    StoreFaults faults = faults(s, at);
+    if (!ok || faults == null) {
       return null;
     }
     Path path = null;
@@ -340,10 +365,35 @@ final class ConfigConverter {
                 finalPrefix,
                 s.username,
                 s.password,
-                maxKeys),
+                maxKeys,
+                faults),
         s.maxKeys != null && s.maxKeys < 1
             ? at + ".max_keys"
             : s.prefix != null ? at + ".prefix" : field);
+  }
+
+  private @Nullable StoreFaults faults(StoreProperties s, String at) {
+    Duration timeout = duration(s.timeout, at + ".timeout", StoreFaults.DEFAULT_TIMEOUT);
+    Duration reconnect =
+        duration(s.reconnectDelay, at + ".reconnect_delay", StoreFaults.DEFAULT_RECONNECT_DELAY);
+    Duration claim =
+        duration(s.claimTimeout, at + ".claim_timeout", StoreFaults.DEFAULT_CLAIM_TIMEOUT);
+    if (timeout == null || reconnect == null || claim == null) {
+      return null;
+    }
+    String field =
+        s.timeout != null
+            ? at + ".timeout"
+            : s.reconnectDelay != null ? at + ".reconnect_delay" : at + ".claim_timeout";
+    return orNull(
+        () ->
+            new StoreFaults(
+                timeout,
+                reconnect,
+                Boolean.TRUE.equals(s.requireDurable),
+                Boolean.TRUE.equals(s.failFast),
+                claim),
+        field);
   }
 
   private boolean onlyFor(

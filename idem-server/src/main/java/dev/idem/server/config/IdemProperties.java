@@ -90,6 +90,21 @@ public final class IdemProperties {
 
     /** {@code max_keys} (memory: the default bound per pipeline). */
     public @Nullable Long maxKeys;
+
+    /** {@code timeout} (redis, jdbc: the bound on one command or statement). */
+    public @Nullable String timeout;
+
+    /** {@code reconnect_delay} (redis). */
+    public @Nullable String reconnectDelay;
+
+    /** {@code require_durable} (redis). */
+    public @Nullable Boolean requireDurable;
+
+    /** {@code fail_fast} (redis, jdbc: fail the start when the store cannot be reached). */
+    public @Nullable Boolean failFast;
+
+    /** {@code claim_timeout} (rocksdb, memory, jdbc: how long an outbox claim hides an entry). */
+    public @Nullable String claimTimeout;
   }
 
   /** One entry of {@code pipelines}. */

@@ -18,6 +18,7 @@ import org.jspecify.annotations.Nullable;
  * @param username jdbc: the user, if not in the URL; else null
  * @param password jdbc: the password, if not in the URL; else null
  * @param maxKeys memory: the default bound on committed keys per pipeline; else null
+ * @param faults timeouts, reconnects, start without the store, outbox claims
  */
 public record StoreSettings(
     StoreType type,
@@ -27,7 +28,8 @@ public record StoreSettings(
     @Nullable String prefix,
     @Nullable String username,
     @Nullable String password,
-    @Nullable Long maxKeys) {
+    @Nullable Long maxKeys,
+    StoreFaults faults) {
 
   /** The default RocksDB directory: {@code ./data}. */
   public static final Path DEFAULT_PATH = Path.of("data");
@@ -48,6 +50,7 @@ public record StoreSettings(
    */
   public StoreSettings {
     Objects.requireNonNull(type, "type");
+    Objects.requireNonNull(faults, "faults");
     if (type == StoreType.ROCKSDB && (path == null || durability == null)) {
       throw new IdemConfigException(
           "path: a rocksdb store needs a directory (e.g. path: ./data) and a durability");
@@ -87,6 +90,31 @@ public record StoreSettings(
               + prefix
               + "' is not a table name prefix; use letters, digits and _ (e.g. idem_orders_)");
     }
+  }
+
+  /**
+   * Creates settings with the default fault handling.
+   *
+   * @param type the kind of store
+   * @param path rocksdb: the directory
+   * @param durability rocksdb: when a write counts as done
+   * @param url redis, jdbc: the URL
+   * @param prefix redis, jdbc: the key or table prefix
+   * @param username jdbc: the user
+   * @param password jdbc: the password
+   * @param maxKeys memory: the default bound per pipeline
+   * @throws IdemConfigException naming the field
+   */
+  public StoreSettings(
+      StoreType type,
+      @Nullable Path path,
+      @Nullable RocksDbDurability durability,
+      @Nullable String url,
+      @Nullable String prefix,
+      @Nullable String username,
+      @Nullable String password,
+      @Nullable Long maxKeys) {
+    this(type, path, durability, url, prefix, username, password, maxKeys, StoreFaults.DEFAULTS);
   }
 
   /**

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.PriorityBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -63,8 +64,14 @@ import org.slf4j.LoggerFactory;
  * instances needs the store to know ordering keys (see docs/delivery.md).
  *
  * <p><b>Waking.</b> The dispatcher claims as soon as {@link #wakeUp()} is called (call it after
- * each {@code commitAndEnqueue}; it is cheap and coalesces) and otherwise every {@code
- * pollInterval}, which also picks up retries that became due and entries left by a previous run.
+ * each {@code commitAndEnqueue}; it is cheap and coalesces), when a retry it scheduled becomes due
+ * (so backoffs shorter than the poll interval take effect), and otherwise every {@code
+ * pollInterval}, which also picks up entries left by a previous run or another instance.
+ *
+ * <p><b>Start.</b> Before its first claim, the dispatcher asks the store to release the claims of
+ * an earlier run ({@link OutboxStore#releaseClaimsOfEarlierRuns}): on an embedded store, what a
+ * killed process had claimed is delivered at once after the restart; on a shared store, those
+ * entries come back when their claims run out ({@code claimTimeout}).
  *
  * <p><b>Listener.</b> {@code onDelivered} gets the attempt number and the latency from the entry's
  * append to its delivery (wall clock), {@code onRetry} each failed attempt that will be retried,
@@ -79,6 +86,7 @@ public final class OutboxDispatcher implements AutoCloseable {
   private static final long SETTLED = -1;
   private static final int MAX_TRACKED_UNUSED_CLAIMS = 100_000;
   private static final long SWEEP_INTERVAL_MILLIS = 1_000;
+  private static final int MAX_TRACKED_RETRIES = 10_000;
 
   private final String queue;
   private final OutboxStore outbox;
@@ -105,6 +113,10 @@ public final class OutboxDispatcher implements AutoCloseable {
   private final ThreadPoolExecutor workers;
   private final Thread loop;
   private final AtomicBoolean wakeRequested = new AtomicBoolean();
+
+  /** When retries this dispatcher scheduled become due (wall clock), earliest first. */
+  private final PriorityBlockingQueue<Long> retriesDue = new PriorityBlockingQueue<>();
+
   private final AtomicBoolean closed = new AtomicBoolean();
   private volatile boolean running = true;
   private volatile boolean closing;
@@ -212,6 +224,7 @@ public final class OutboxDispatcher implements AutoCloseable {
   // ---------------------------------------------------------------- the claim loop
 
   private void run() {
+    releaseEarlierClaims();
     boolean failing = false;
     while (running) {
       int room;
@@ -246,13 +259,56 @@ public final class OutboxDispatcher implements AutoCloseable {
       }
       sweepBlockedLanes();
       if (!more && running) {
-        if (!wakeRequested.getAndSet(false)) {
-          LockSupport.parkNanos(this, pollNanos);
+        long wait = nanosUntilNextClaim();
+        if (wait > 0 && !wakeRequested.getAndSet(false)) {
+          LockSupport.parkNanos(this, wait);
           // Any wake-up requested until here is served by the claim that follows.
           wakeRequested.set(false);
         }
       }
     }
+  }
+
+  /** Releases what an earlier run claimed; a failure only delays those entries. */
+  private void releaseEarlierClaims() {
+    try {
+      long released = outbox.releaseClaimsOfEarlierRuns(queue);
+      if (released > 0) {
+        LOG.info(
+            "outbox queue {}: {} entries claimed by an earlier run are due again", queue, released);
+      }
+    } catch (RuntimeException e) {
+      LOG.warn(
+          "outbox queue {}: the claims of an earlier run could not be released; they come back"
+              + " after the claim timeout: {}",
+          queue,
+          e.toString());
+    }
+  }
+
+  /** How long to wait for the next claim: the poll interval, or less if a retry is due sooner. */
+  private long nanosUntilNextClaim() {
+    long now = time.wallMillis();
+    boolean became = false;
+    Long due;
+    while ((due = retriesDue.peek()) != null && due <= now) {
+      retriesDue.poll();
+      became = true;
+    }
+    if (became) {
+      return 0; // a retry is due: claim again at once
+    }
+    return due == null ? pollNanos : Math.min(pollNanos, TimeUnit.MILLISECONDS.toNanos(due - now));
+  }
+
+  /** Remembers when a retry is due, and makes the claim loop wait no longer than that. */
+  private void retryDueAt(long dueMillis) {
+    if (dueMillis - time.wallMillis() >= pollNanos / 1_000_000
+        || retriesDue.size() >= MAX_TRACKED_RETRIES) {
+      return; // the regular poll picks it up in time (or, past the bound, soon after)
+    }
+    retriesDue.add(dueMillis);
+    LockSupport.unpark(loop);
   }
 
   /** Sorts claimed entries: unordered ones straight to the workers, keyed ones into their lane. */
@@ -480,6 +536,7 @@ public final class OutboxDispatcher implements AutoCloseable {
       retryAt = now + claimMillis;
     }
     Listeners.retry(listener, delivery.pipeline(), attempt, failed.error());
+    retryDueAt(retryAt);
     return retryAt;
   }
 

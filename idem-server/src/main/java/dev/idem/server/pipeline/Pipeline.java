@@ -254,6 +254,9 @@ public final class Pipeline {
       LOG.debug("decision pipeline={} key={} decision={}", id, key.toHex(), decisionName(decision));
     }
     if (decision instanceof Decision.Acquired a) {
+      if (leaseRanOut(a.reservation())) {
+        return leaseExpired(a.reservation(), key, "before processing (the reserve was slow)", 0);
+      }
       return process(request, key, a.reservation());
     }
     if (decision instanceof Decision.Duplicate d) {
@@ -337,6 +340,9 @@ public final class Pipeline {
 
   private Answer deliverNow(
       DedupKey key, @Nullable Reservation r, @Nullable String orderingKey, List<byte[]> outputs) {
+    if (leaseRanOut(r)) {
+      return leaseExpired(r, key, "before delivery", 0);
+    }
     if (outputs.size() == 1) {
       DeliveryOutcome outcome =
           deliverer.deliver(
@@ -353,6 +359,11 @@ public final class Pipeline {
     FanOut fan = r == null ? null : r.fanOut(outputs.size());
     for (int i = 0; i < outputs.size(); i++) {
       FanOut.Child child = fan == null ? null : fan.child();
+      if (i > 0 && leaseRanOut(r)) {
+        // The outputs delivered so far carry their own Idempotency-Keys; a resend repeats them.
+        settleChild(child, false, key);
+        return leaseExpired(null, key, "before delivering output " + i, i);
+      }
       DeliveryOutcome outcome =
           deliverer.deliver(
               new Delivery(
@@ -403,6 +414,9 @@ public final class Pipeline {
       messages.add(new OutboxMessage(id, key, encoder.apply(delivery)));
     }
     // The key's commit and every message are written together: accepted whole or not at all.
+    if (leaseRanOut(r)) {
+      return leaseExpired(r, key, "before the accept was written", 0);
+    }
     if (r.commitAndEnqueue(messages) == Settlement.LEASE_LOST) {
       LOG.warn(
           "pipeline={} key={} lease ran out before the accept was written; nothing was enqueued",
@@ -417,6 +431,41 @@ public final class Pipeline {
     }
     onEnqueued.run();
     return Answer.ACCEPTED;
+  }
+
+  /**
+   * Whether the reservation's lease has run out: then another worker may hold the key, and what
+   * this one delivers may be delivered again, so it must not deliver.
+   */
+  private boolean leaseRanOut(@Nullable Reservation r) {
+    return r != null && time.wallMillis() >= r.leaseUntil().toEpochMilli();
+  }
+
+  /**
+   * Releases (a no-op if the key was taken over) and answers 503 instead of delivering.
+   *
+   * @param delivered how many fan-out outputs were delivered before the lease ran out
+   */
+  private Answer leaseExpired(@Nullable Reservation r, DedupKey key, String when, int delivered) {
+    release(r, key, "its lease ran out " + when);
+    LOG.warn(
+        "pipeline={} key={} lease ran out {}; {} delivered, answered 503",
+        id,
+        key.toHex(),
+        when,
+        delivered == 0 ? "nothing" : delivered + " outputs");
+    return Answer.error(
+        503,
+        "lease_expired",
+        "processing took longer than dedup.lease (a slow store or ordering wait); "
+            + (delivered == 0
+                ? "nothing was delivered for this request"
+                : "only the first "
+                    + delivered
+                    + " outputs were delivered (a resend repeats them with the same"
+                    + " Idempotency-Keys)")
+            + ", retry later",
+        Map.of("Retry-After", STORE_RETRY_AFTER));
   }
 
   private Answer deliveryFailed(DeliveryOutcome.Failed f) {

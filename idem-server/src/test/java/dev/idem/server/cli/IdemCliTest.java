@@ -74,6 +74,35 @@ class IdemCliTest {
     assertThat(r.err()).contains("is valid (2 pipelines)");
   }
 
+  /** Issue 9 §2: a lease shorter than a sync delivery's worst case was accepted silently. */
+  @Test
+  void checkConfigWarnsOfALeaseShorterThanASyncDeliverysWorstCase() throws Exception {
+    Path config =
+        write(
+            "short-lease.yaml",
+            """
+            store: { type: memory }
+            pipelines:
+              - id: slow
+                source: { webhook: { path: /slow } }
+                dedup: { key: source.id, lease: 30s }
+                deliver:
+                  retries: 3
+                  backoff: 1s
+                  max_backoff: 4s
+                  http: { url: "http://127.0.0.1:9/x", timeout: 10s }
+            """);
+
+    Run r = idem("check-config", config.toString());
+
+    // 4 attempts of 10s + backoffs of 1s, 2s and 4s: 47s
+    assertThat(r.code()).isZero();
+    assertThat(r.err())
+        .contains("idem: warning: pipeline slow: dedup.lease 30s is shorter than a sync")
+        .contains("47s")
+        .contains("Set dedup.lease to at least 47s");
+  }
+
   @Test
   void checkConfigReportsEveryProblemWithItsPlaceAndFails() throws Exception {
     Path config =

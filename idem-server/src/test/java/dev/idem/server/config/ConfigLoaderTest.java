@@ -366,6 +366,55 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void storeFaultSettingsAreReadAndMustFitTheType() {
+    IdemConfig ok =
+        parse(
+            """
+            store:
+              type: redis
+              url: redis://127.0.0.1:6379
+              timeout: 500ms
+              reconnect_delay: 100ms
+              require_durable: true
+              fail_fast: true
+            pipelines:
+              - id: p
+                source: { webhook: { path: /in } }
+                dedup: { store: { type: jdbc, url: "jdbc:h2:mem:x", claim_timeout: 30s } }
+                deliver: { mode: async, stdout: {} }
+            """);
+    assertThat(ok.store().faults())
+        .isEqualTo(
+            new StoreFaults(
+                Duration.ofMillis(500),
+                Duration.ofMillis(100),
+                true,
+                true,
+                StoreFaults.DEFAULT_CLAIM_TIMEOUT));
+    assertThat(ok.storeOf(ok.pipelines().get(0)).faults().claimTimeout())
+        .isEqualTo(Duration.ofSeconds(30));
+
+    ConfigException e =
+        failure(
+            """
+            store: { type: rocksdb, timeout: 2s }
+            pipelines:
+              - id: p
+                source: { webhook: { path: /in } }
+                dedup: { store: { type: redis, url: "redis://h", claim_timeout: 1m } }
+                deliver: { stdout: {} }
+            """);
+    assertThat(e.problems())
+        .extracting(ConfigProblem::toString)
+        .anySatisfy(
+            p -> assertThat(p).contains("store.timeout: is only for a redis and jdbc store"))
+        .anySatisfy(
+            p ->
+                assertThat(p)
+                    .contains("dedup.store.claim_timeout: is only for a rocksdb, memory and jdbc"));
+  }
+
+  @Test
   void malformedYamlIsReportedWithItsPosition() {
     ConfigException e = failure("server:\n  port: [8080\n");
 

@@ -149,6 +149,28 @@ abstract class OutboxDispatcherContract {
     assertThat(outbox.store().depth(QUEUE)).isZero();
   }
 
+  /** Issue 8 §5: async backoffs under the poll interval did not take effect. */
+  @Test
+  void aBackoffShorterThanThePollIntervalTakesEffectWithoutAWakeUp() {
+    // Given a dispatcher that polls once an hour, a 200 ms backoff, and a first attempt that fails
+    sink.script("a", UNAVAILABLE);
+    long t0 = clock.wallMillis();
+    enqueue("a", null);
+    start(
+        dispatcher()
+            .pollInterval(Duration.ofHours(1))
+            .retryPolicy(new RetryPolicy(3, Duration.ofMillis(200), Duration.ofMinutes(1))));
+    eventually().until(() -> recording.reschedulesOf("a").size() == 1);
+    assertThat(recording.reschedulesOf("a").get(0).notBefore()).isEqualTo(t0 + 200);
+
+    // When the backoff has passed (and nobody wakes the dispatcher up)
+    clock.advance(Duration.ofMillis(200));
+
+    // Then the retry is claimed and delivered: only the retry's due time can have caused it
+    eventually().until(() -> sink.delivered().contains("a"));
+    assertThat(sink.attempts()).containsExactly("a", "a");
+  }
+
   @Test
   void deadLettersAfterTheLastRetry() {
     // Given downstream that always fails, and 3 retries (4 attempts)

@@ -109,6 +109,11 @@ final class RecordingOutbox implements OutboxStore {
   }
 
   @Override
+  public long releaseClaimsOfEarlierRuns(String queue) {
+    return delegate.releaseClaimsOfEarlierRuns(queue);
+  }
+
+  @Override
   public long depth(String queue) {
     return delegate.depth(queue);
   }

@@ -213,6 +213,59 @@ class PipelineTest {
     assertThat(store.depth("p")).isZero();
   }
 
+  /**
+   * Issue 9 §2: a reserve that returned Acquired after a stall, with its lease already run out, was
+   * delivered; a resend was then delivered again.
+   */
+  @Test
+  void aReserveWhoseLeaseRanOutDuringTheStoreCallIsNotDeliveredAndSays503() {
+    // Given a store call that outlasts the lease (the store stalled while reserving)
+    Pipeline p = builder(settings("{ key: source.id, lease: 1s }", "{ stdout: {} }")).build();
+    store.onReserve(() -> time.advance(Duration.ofSeconds(2)));
+
+    // When the event comes in
+    Answer a = p.handle(event("{\"id\":\"stalled\"}"));
+
+    // Then nothing is delivered, the answer is 503 with Retry-After, and the key is free again
+    assertThat(a.status()).isEqualTo(503);
+    assertThat(a.bodyText()).startsWith("{\"error\":\"lease_expired\"");
+    assertThat(a.headers()).containsKey("Retry-After");
+    assertThat(sink.delivered()).isEmpty();
+    assertThat(state("stalled")).isEqualTo(KeyState.ABSENT);
+
+    // And a resend after the stall is delivered once
+    store.onReserve(() -> {});
+    assertThat(p.handle(event("{\"id\":\"stalled\"}"))).isEqualTo(Answer.ACCEPTED);
+    assertThat(sink.delivered()).hasSize(1);
+  }
+
+  @Test
+  void aLeaseThatRanOutWhileWaitingForTheOrderingTurnIsNotDelivered() {
+    // Given an ordering wait that outlasts the lease
+    Pipeline p =
+        builder(settings("{ key: source.id, lease: 1s }", "{ stdout: {} }"))
+            .ordering(
+                request -> {
+                  time.advance(Duration.ofSeconds(2));
+                  return new OrderingStep.Turn() {
+                    @Override
+                    public String key() {
+                      return "k";
+                    }
+
+                    @Override
+                    public void close() {}
+                  };
+                })
+            .build();
+
+    // When the event comes in, then it is not delivered and the key is released
+    Answer a = p.handle(event("{\"id\":\"waited\"}"));
+    assertThat(a.status()).isEqualTo(503);
+    assertThat(sink.delivered()).isEmpty();
+    assertThat(state("waited")).isEqualTo(KeyState.ABSENT);
+  }
+
   @Test
   void theOrderingTurnIsHeldDuringDeliveryAndGivenBackAfterwards() {
     List<String> log = new ArrayList<>();

@@ -25,10 +25,22 @@ import java.util.List;
 public final class SwitchableStore implements DedupStore, OutboxStore {
   private final MemoryDedupStore store = MemoryDedupStore.builder().build();
   private volatile boolean down;
+  private volatile Runnable onReserve = () -> {};
+  private volatile Runnable onHealth = () -> {};
 
   /** Turns the store off (every call fails) or on again. */
   public void down(boolean down) {
     this.down = down;
+  }
+
+  /** Runs {@code during} inside each reserve, after the store answered (a stall, for tests). */
+  public void onReserve(Runnable during) {
+    this.onReserve = during;
+  }
+
+  /** Runs {@code during} inside each health check (a stall, for tests). */
+  public void onHealth(Runnable during) {
+    this.onHealth = during;
   }
 
   private void check() {
@@ -40,7 +52,9 @@ public final class SwitchableStore implements DedupStore, OutboxStore {
   @Override
   public ReserveResult reserve(ReserveRequest request) {
     check();
-    return store.reserve(request);
+    ReserveResult result = store.reserve(request);
+    onReserve.run();
+    return result;
   }
 
   @Override
@@ -76,6 +90,7 @@ public final class SwitchableStore implements DedupStore, OutboxStore {
   @Override
   public void checkHealth() {
     check();
+    onHealth.run();
     store.checkHealth();
   }
 

@@ -90,6 +90,11 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   /** Rows per multi-row insert (MariaDB) and per JDBC batch. */
   private static final int CHUNK = 500;
 
+  /** The key {@link #checkHealth} reads; read only, its presence does not matter. */
+  private static final Scope HEALTH_SCOPE = Scope.of("idem-health-check", "probe");
+
+  private static final DedupKey HEALTH_KEY = DedupKey.ofWords(0, 0, 0, 0);
+
   private static final int MAX_QUEUE_LENGTH = 255;
   private static final int MAX_ERROR_LENGTH = 4000;
 
@@ -102,6 +107,7 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   private final TimeSource time;
   private final DedupListener listener;
   private final int sweepBatchSize;
+  private final int healthCheckSeconds;
   private final @Nullable ScheduledExecutorService sweeper;
   private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -121,7 +127,8 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     this.time = b.timeSource;
     this.listener = b.listener;
     this.sweepBatchSize = b.sweepBatchSize;
-    this.exec = new SqlExecutor(dataSource, dialect, description, b.retries);
+    this.exec = new SqlExecutor(dataSource, dialect, description, b.retries, b.timeout);
+    this.healthCheckSeconds = JdbcTimeouts.backstopSeconds(b.timeout);
     if (b.sweepInterval.isZero()) {
       this.sweeper = null;
     } else {
@@ -736,7 +743,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   /**
    * {@inheritDoc}
    *
-   * <p>Borrows a connection and checks it with {@link Connection#isValid(int)}.
+   * <p>Borrows a connection, checks it with {@link Connection#isValid(int)} and reads one (absent)
+   * key from the keys table, bounded by the store's timeout: a table another session holds locked
+   * fails the check as it fails reserves.
    */
   @Override
   public void checkHealth() {
@@ -744,10 +753,10 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     exec.read(
         "checkHealth",
         c -> {
-          if (!c.isValid(5)) {
+          if (!c.isValid(healthCheckSeconds)) {
             throw new SQLException("the connection did not answer a validity check", "08000");
           }
-          return null;
+          return selectEntry(c, sql.select, HEALTH_SCOPE, HEALTH_KEY);
         });
   }
 
@@ -1182,7 +1191,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     private @Nullable String user;
     private @Nullable String password;
     private int poolSize = 10;
-    private Duration connectionTimeout = Duration.ofSeconds(5);
+    private static final Duration DEFAULT_CONNECT_WAIT = Duration.ofSeconds(5);
+    private @Nullable Duration connectionTimeout;
+    private Duration timeout = JdbcTimeouts.DEFAULT_TIMEOUT;
     private final Map<String, String> dataSourceProperties = new LinkedHashMap<>();
     private String tablePrefix = "idem_";
     private boolean createSchema = true;
@@ -1242,8 +1253,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     }
 
     /**
-     * Sets how long an operation waits for a free pooled connection before it fails with {@link
-     * StoreUnavailableException} (for {@link #builder(String)}). Default 5 seconds.
+     * Sets how long an operation waits for a free pooled connection, and a new connection for its
+     * TCP connect and login, before it fails with {@link StoreUnavailableException} (for {@link
+     * #builder(String)}). Default 5 seconds.
      *
      * @param timeout at least 250 ms
      * @return this builder
@@ -1259,8 +1271,33 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     }
 
     /**
+     * Sets the bound on every statement, so that a stalled database (a table held locked, a server
+     * or network that stopped answering) is a {@link StoreUnavailableException} after about this
+     * long instead of a hang. With {@link #builder(String)} it sets PostgreSQL's {@code
+     * statement_timeout} and {@code lock_timeout}, MariaDB's {@code max_statement_time}, {@code
+     * lock_wait_timeout} and {@code innodb_lock_wait_timeout} (whole seconds, rounded up) on each
+     * new connection, and the driver's {@code socketTimeout} to one second more; on every pool,
+     * each statement gets a JDBC query timeout one second longer (whole seconds), and lock-wait
+     * retries stop once an operation has run this long. Default 2 seconds.
+     *
+     * @param timeout 100 ms to 1 hour
+     * @return this builder
+     */
+    public Builder timeout(Duration timeout) {
+      Objects.requireNonNull(timeout, "timeout");
+      if (timeout.toMillis() < 100 || timeout.compareTo(Duration.ofHours(1)) > 0) {
+        throw new IdemConfigException(
+            "timeout must be 100ms to 1h, got "
+                + timeout
+                + " (e.g. timeout(Duration.ofSeconds(2))");
+      }
+      this.timeout = timeout;
+      return this;
+    }
+
+    /**
      * Passes a property to the JDBC driver (for {@link #builder(String)}), e.g. {@code sslmode} or
-     * {@code socketTimeout}.
+     * {@code socketTimeout} (which then wins over the one {@link #timeout(Duration)} sets).
      *
      * @param name the driver's property name
      * @param value its value
@@ -1423,7 +1460,14 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
         hc.setPassword(password);
       }
       hc.setMaximumPoolSize(poolSize);
-      hc.setConnectionTimeout(connectionTimeout.toMillis());
+      Duration connectWait = connectionTimeout != null ? connectionTimeout : DEFAULT_CONNECT_WAIT;
+      hc.setConnectionTimeout(connectWait.toMillis());
+      // Hikari's validity check of an idle connection, bounded like any statement.
+      hc.setValidationTimeout(Math.max(250, Math.min(timeout.toMillis(), connectWait.toMillis())));
+      String sessionSql = JdbcTimeouts.sessionSql(dialect, timeout);
+      if (sessionSql != null) {
+        hc.setConnectionInitSql(sessionSql);
+      }
       hc.setPoolName("idem-jdbc-" + tablePrefix);
       hc.setAutoCommit(true);
       if (dialect == JdbcDialect.MARIADB) {
@@ -1435,6 +1479,13 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
           && !dataSourceProperties.containsKey("ApplicationName")) {
         hc.addDataSourceProperty("ApplicationName", "idem");
       }
+      JdbcTimeouts.driverProperties(dialect, timeout, connectWait)
+          .forEach(
+              (name, value) -> {
+                if (!dataSourceProperties.containsKey(name)) {
+                  hc.addDataSourceProperty(name, value);
+                }
+              });
       dataSourceProperties.forEach(hc::addDataSourceProperty);
       HikariDataSource pool;
       try {

@@ -31,6 +31,9 @@ final class SqlErrors {
   /** MariaDB: lock wait timeout exceeded (only the statement was rolled back). */
   static final int MARIADB_LOCK_WAIT_TIMEOUT = 1205;
 
+  /** MariaDB: the statement ran longer than max_statement_time and was aborted. */
+  static final int MARIADB_STATEMENT_TIMEOUT = 1969;
+
   /** H2: timeout trying to lock a table or row (SQLState HYT00). */
   static final int H2_LOCK_TIMEOUT = 50200;
 
@@ -111,6 +114,27 @@ final class SqlErrors {
     return false;
   }
 
+  /**
+   * Returns whether the server cancelled the statement because it ran longer than the store's
+   * statement or lock timeout: the server rolled it back, so nothing of it was applied.
+   *
+   * @param e the failure
+   * @return true for PostgreSQL 57014 (statement timeout) and 55P03 (lock timeout), MariaDB 1969
+   *     (max_statement_time)
+   */
+  static boolean isServerTimeout(SQLException e) {
+    int depth = 0;
+    for (Throwable t = e; t != null && depth < 16; t = next(t), depth++) {
+      if (t instanceof SQLException s
+          && ("57014".equals(s.getSQLState())
+              || "55P03".equals(s.getSQLState())
+              || s.getErrorCode() == MARIADB_STATEMENT_TIMEOUT)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private static Kind classifyOne(SQLException s, JdbcDialect dialect) {
     String state = s.getSQLState() == null ? "" : s.getSQLState();
     int code = s.getErrorCode();
@@ -143,7 +167,9 @@ final class SqlErrors {
         || state.startsWith("53") // PostgreSQL: insufficient resources (too many connections)
         || state.startsWith("57") // PostgreSQL: operator intervention (shutdown, cancel)
         || state.startsWith("HYT") // timeouts
+        || state.equals("55P03") // PostgreSQL: lock_timeout ran out
         || state.equals("70100") // MariaDB: connection or query was killed
+        || code == MARIADB_STATEMENT_TIMEOUT
         || code == 1040 // MariaDB: too many connections
         || code == 1927; // MariaDB: connection killed
   }

@@ -2,8 +2,13 @@ package dev.idem.store.jdbc;
 
 import dev.idem.StoreException;
 import dev.idem.StoreUnavailableException;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
@@ -18,6 +23,12 @@ import javax.sql.DataSource;
  * #write} (one statement or batch that may have been applied if the connection dies while it runs),
  * and a {@link #transaction} (committed here; applied only if the commit went through, so the
  * outcome is unknown only when the commit itself failed).
+ *
+ * <p>Bounded: every statement the work creates gets a query timeout (the backstop behind the
+ * database's own statement and lock timeouts and the driver's socket timeout), and a retry is made
+ * only while the operation is still within its time budget ({@code timeout}), so a table held
+ * locked for a long time is a {@link StoreUnavailableException} after about one timeout, not a hang
+ * for as long as the lock.
  */
 final class SqlExecutor {
 
@@ -49,13 +60,24 @@ final class SqlExecutor {
   private final JdbcDialect dialect;
   private final String store;
   private final int attempts;
+  private final long budgetNanos;
+  private final int queryTimeoutSeconds;
   private final LongAdder retries = new LongAdder();
 
   SqlExecutor(DataSource dataSource, JdbcDialect dialect, String store, int retries) {
+    this(dataSource, dialect, store, retries, JdbcTimeouts.DEFAULT_TIMEOUT);
+  }
+
+  SqlExecutor(
+      DataSource dataSource, JdbcDialect dialect, String store, int retries, Duration timeout) {
     this.dataSource = dataSource;
     this.dialect = dialect;
     this.store = store;
     this.attempts = retries + 1;
+    // H2 is embedded: its lock waits come from this process's own contention (bounded by its
+    // LOCK_TIMEOUT and the retries), never from a stalled server, so they get no time budget.
+    this.budgetNanos = dialect == JdbcDialect.H2 ? Long.MAX_VALUE : timeout.toNanos();
+    this.queryTimeoutSeconds = JdbcTimeouts.backstopSeconds(timeout);
   }
 
   /** Returns how many retries all operations have made so far (for tests and diagnostics). */
@@ -79,6 +101,7 @@ final class SqlExecutor {
   }
 
   private <T> T run(String op, Mode mode, Work<T> work) {
+    long started = System.nanoTime();
     for (int attempt = 1; ; attempt++) {
       Connection c = connect(op);
       boolean committing = false;
@@ -106,12 +129,14 @@ final class SqlExecutor {
         }
       } catch (SQLException e) {
         SqlErrors.Kind kind = SqlErrors.classify(e, dialect);
-        if (kind == SqlErrors.Kind.RETRY && attempt < attempts) {
+        boolean inBudget =
+            budgetNanos == Long.MAX_VALUE || System.nanoTime() - started < budgetNanos;
+        if (kind == SqlErrors.Kind.RETRY && attempt < attempts && inBudget) {
           retries.increment();
           backoff(attempt);
           continue;
         }
-        throw translate(op, mode, committing, kind, e, attempt);
+        throw translate(op, mode, committing, kind, e, attempt, inBudget);
       }
     }
   }
@@ -142,7 +167,7 @@ final class SqlExecutor {
         // A caller's pool may hand out connections in manual-commit mode.
         c.setAutoCommit(true);
       }
-      return c;
+      return withQueryTimeout(c, queryTimeoutSeconds);
     } catch (SQLException e) {
       throw new StoreUnavailableException(
           store,
@@ -152,8 +177,37 @@ final class SqlExecutor {
     }
   }
 
+  /**
+   * Returns the connection with every statement it creates bounded by a query timeout; closing it
+   * closes the pooled connection.
+   */
+  static Connection withQueryTimeout(Connection c, int seconds) {
+    InvocationHandler h =
+        (proxy, method, args) -> {
+          Object value;
+          try {
+            value = method.invoke(c, args);
+          } catch (InvocationTargetException e) {
+            throw e.getCause();
+          }
+          if (value instanceof Statement st) {
+            st.setQueryTimeout(seconds);
+          }
+          return value;
+        };
+    return (Connection)
+        Proxy.newProxyInstance(
+            Connection.class.getClassLoader(), new Class<?>[] {Connection.class}, h);
+  }
+
   private RuntimeException translate(
-      String op, Mode mode, boolean committing, SqlErrors.Kind kind, SQLException e, int tried) {
+      String op,
+      Mode mode,
+      boolean committing,
+      SqlErrors.Kind kind,
+      SQLException e,
+      int tried,
+      boolean inBudget) {
     return switch (kind) {
       case RETRY ->
           // The database rolled the last attempt back: nothing was applied.
@@ -163,14 +217,23 @@ final class SqlExecutor {
               op
                   + " on "
                   + store
-                  + " gave up after "
-                  + tried
-                  + " attempts that each hit a deadlock or serialization failure: "
-                  + SqlErrors.describe(e)
-                  + "; retry later or raise retries(..)",
+                  + (inBudget
+                      ? " gave up after "
+                          + tried
+                          + " attempts that each hit a deadlock or serialization failure: "
+                          + SqlErrors.describe(e)
+                          + "; retry later or raise retries(..)"
+                      : " waited on locks longer than the store timeout ("
+                          + Duration.ofNanos(budgetNanos).toMillis()
+                          + "ms; another session holds them): "
+                          + SqlErrors.describe(e)
+                          + "; retry later"),
               e);
       case UNAVAILABLE -> {
-        boolean unknown = mode == Mode.WRITE || (mode == Mode.TRANSACTION && committing);
+        // A statement the server cancelled for running past its timeout was rolled back.
+        boolean unknown =
+            (mode == Mode.WRITE || (mode == Mode.TRANSACTION && committing))
+                && !SqlErrors.isServerTimeout(e);
         yield new StoreUnavailableException(
             store,
             unknown,

@@ -24,24 +24,31 @@ enum TestDb {
 
   /** Returns the JDBC URL, skipping the test (or failing it under CI) if the server is down. */
   String url() {
+    return this == H2 ? "jdbc:h2:mem:idem_" + randomHex(6) + ";DB_CLOSE_DELAY=-1" : server().url();
+  }
+
+  /** Returns the server's port (not for H2). */
+  int port() {
+    return server().port();
+  }
+
+  private ExternalService server() {
     return switch (this) {
       case POSTGRESQL ->
           ExternalService.require(
-                  "PostgreSQL",
-                  "IDEM_PG_URL",
-                  "jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres",
-                  5432,
-                  "pg_ctlcluster 15 main start")
-              .url();
+              "PostgreSQL",
+              "IDEM_PG_URL",
+              "jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres",
+              5432,
+              "pg_ctlcluster 15 main start");
       case MARIADB ->
           ExternalService.require(
-                  "MariaDB",
-                  "IDEM_MARIADB_URL",
-                  "jdbc:mariadb://127.0.0.1:3306/test?user=root",
-                  3306,
-                  "service mariadb start")
-              .url();
-      case H2 -> "jdbc:h2:mem:idem_" + randomHex(6) + ";DB_CLOSE_DELAY=-1";
+              "MariaDB",
+              "IDEM_MARIADB_URL",
+              "jdbc:mariadb://127.0.0.1:3306/test?user=root",
+              3306,
+              "service mariadb start");
+      case H2 -> throw new IllegalStateException("H2 runs in memory, without a server");
     };
   }
 

@@ -44,6 +44,9 @@ import io.lettuce.core.protocol.Command;
 import io.lettuce.core.protocol.CommandArgs;
 import io.lettuce.core.protocol.CommandType;
 import io.lettuce.core.protocol.RedisCommand;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.DefaultClientResources;
+import io.lettuce.core.resource.Delay;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -108,6 +111,8 @@ public final class RedisDedupStore implements DedupStore {
    */
   private static final long MAX_EXPIRY_MILLIS = 100L * 366 * 24 * 3600 * 1000;
 
+  private static final System.Logger LOG = System.getLogger(RedisDedupStore.class.getName());
+  private static final long DURABILITY_RECHECK_NANOS = TimeUnit.MINUTES.toNanos(1);
   private static final ReserveResult.Replaced[] REPLACED = ReserveResult.Replaced.values();
   private static final StoreCapabilities CAPABILITIES =
       new StoreCapabilities(false, true, true, false);
@@ -117,8 +122,11 @@ public final class RedisDedupStore implements DedupStore {
   private final StatefulConnection<byte[], byte[]> connection;
   private final RedisClusterAsyncCommands<byte[], byte[]> commands;
   private final @Nullable AbstractRedisClient ownedClient;
+  private final @Nullable ClientResources ownedResources;
   private final KeyLayout layout;
   private final long timeoutNanos;
+  private volatile List<String> durabilityRisks = List.of();
+  private volatile long durabilityCheckedNanos;
   private volatile boolean closed;
 
   private RedisDedupStore(
@@ -126,12 +134,14 @@ public final class RedisDedupStore implements DedupStore {
       String description,
       StatefulConnection<byte[], byte[]> connection,
       RedisClusterAsyncCommands<byte[], byte[]> commands,
-      @Nullable AbstractRedisClient ownedClient) {
+      @Nullable AbstractRedisClient ownedClient,
+      @Nullable ClientResources ownedResources) {
     this.config = config;
     this.description = description;
     this.connection = connection;
     this.commands = commands;
     this.ownedClient = ownedClient;
+    this.ownedResources = ownedResources;
     this.layout = new KeyLayout(config.prefix());
     this.timeoutNanos = config.commandTimeout().toNanos();
   }
@@ -350,7 +360,8 @@ public final class RedisDedupStore implements DedupStore {
   }
 
   /**
-   * Sends {@code PING} and waits for the answer.
+   * Sends {@code PING} and waits for the answer; at most once a minute, also reads Redis's eviction
+   * and persistence settings again (see {@link #durabilityRisks()}).
    *
    * @throws StoreUnavailableException if Redis does not answer within the command timeout
    */
@@ -358,6 +369,54 @@ public final class RedisDedupStore implements DedupStore {
   public void checkHealth() {
     ensureOpen();
     await(commands.ping(), "health check (PING)", null);
+    if (System.nanoTime() - durabilityCheckedNanos > DURABILITY_RECHECK_NANOS) {
+      checkDurability();
+    }
+  }
+
+  /**
+   * Returns what Redis's settings risk, as read at open and then at most once a minute by {@link
+   * #checkHealth()}: one sentence per risk (an eviction policy other than {@code noeviction} evicts
+   * committed keys under memory pressure; without an append-only file a restart forgets keys), each
+   * saying how to fix it. Empty when the settings keep every committed key. On a cluster, the
+   * settings of the node that answered.
+   *
+   * @return the risks, empty if none
+   */
+  public List<String> durabilityRisks() {
+    return durabilityRisks;
+  }
+
+  /** Makes the next {@link #checkHealth()} read the settings again (for tests). */
+  void expireDurabilityCheck() {
+    durabilityCheckedNanos = System.nanoTime() - DURABILITY_RECHECK_NANOS - 1;
+  }
+
+  /** Reads the settings, logs a change, and remembers the risks. */
+  private List<String> checkDurability() {
+    List<String> risks;
+    try {
+      Map<String, String> settings =
+          await(commands.configGet(DurabilityCheck.SETTINGS), "CONFIG GET", null);
+      risks = DurabilityCheck.risks(settings);
+    } catch (StoreUnavailableException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      // A managed Redis may rename or forbid CONFIG.
+      risks =
+          List.of(
+              "cannot read the eviction and persistence settings ("
+                  + e.getMessage()
+                  + "): make sure maxmemory-policy is noeviction and appendonly is yes");
+    }
+    durabilityCheckedNanos = System.nanoTime();
+    if (!risks.equals(durabilityRisks)) {
+      for (String risk : risks) {
+        LOG.log(System.Logger.Level.WARNING, "Redis {0} can forget keys: {1}", description, risk);
+      }
+    }
+    durabilityRisks = List.copyOf(risks);
+    return durabilityRisks;
   }
 
   /**
@@ -404,6 +463,9 @@ public final class RedisDedupStore implements DedupStore {
     } finally {
       if (ownedClient != null) {
         ownedClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+      }
+      if (ownedResources != null) {
+        ownedResources.shutdown(0, 2, TimeUnit.SECONDS);
       }
     }
   }
@@ -784,6 +846,8 @@ public final class RedisDedupStore implements DedupStore {
     private String prefix = RedisDedupStoreConfig.DEFAULT_PREFIX;
     private Duration commandTimeout = RedisDedupStoreConfig.DEFAULT_COMMAND_TIMEOUT;
     private Duration connectTimeout = RedisDedupStoreConfig.DEFAULT_CONNECT_TIMEOUT;
+    private Duration reconnectDelay = RedisDedupStoreConfig.DEFAULT_RECONNECT_DELAY;
+    private boolean requireDurable;
     private boolean cluster;
 
     private Builder(List<String> uris, @Nullable AbstractRedisClient client) {
@@ -828,6 +892,30 @@ public final class RedisDedupStore implements DedupStore {
     }
 
     /**
+     * Sets the longest wait between two reconnect attempts (default 250 ms); only for clients the
+     * store creates from URIs (a caller's client keeps its own {@code ClientResources}).
+     *
+     * @param reconnectDelay 1 ms to 1 minute
+     * @return this builder
+     */
+    public Builder reconnectDelay(Duration reconnectDelay) {
+      this.reconnectDelay = Objects.requireNonNull(reconnectDelay, "reconnectDelay");
+      return this;
+    }
+
+    /**
+     * Makes {@link #build()} refuse a Redis set up to forget keys (default false: it logs a
+     * warning). See {@link RedisDedupStoreConfig#requireDurable()}.
+     *
+     * @param requireDurable whether to refuse
+     * @return this builder
+     */
+    public Builder requireDurable(boolean requireDurable) {
+      this.requireDurable = requireDurable;
+      return this;
+    }
+
+    /**
      * Treats the URIs as Redis Cluster seeds even when there is only one (several seeds always mean
      * a cluster). Only for {@link RedisDedupStore#builder(String...)}.
      *
@@ -850,6 +938,8 @@ public final class RedisDedupStore implements DedupStore {
       this.prefix = config.prefix();
       this.commandTimeout = config.commandTimeout();
       this.connectTimeout = config.connectTimeout();
+      this.reconnectDelay = config.reconnectDelay();
+      this.requireDurable = config.requireDurable();
       return this;
     }
 
@@ -863,26 +953,41 @@ public final class RedisDedupStore implements DedupStore {
      */
     public RedisDedupStore build() {
       RedisDedupStoreConfig config =
-          new RedisDedupStoreConfig(prefix, commandTimeout, connectTimeout);
+          new RedisDedupStoreConfig(
+              prefix, commandTimeout, connectTimeout, reconnectDelay, requireDurable);
       if (client != null) {
         if (cluster) {
           throw new IdemConfigException(
               "redis cluster(true) applies to URIs only; pass a RedisClusterClient for a cluster");
         }
-        return open(config, client, false, callerDescription(client), config.prefix());
+        return open(config, client, null, callerDescription(client), config.prefix());
       }
       RedisEndpoints endpoints = RedisEndpoints.parse(uris, cluster, commandTimeout);
+      ClientResources resources = resources(config);
       AbstractRedisClient created;
       if (endpoints.topology() == RedisEndpoints.Topology.CLUSTER) {
-        RedisClusterClient c = RedisClusterClient.create(endpoints.uris());
+        RedisClusterClient c = RedisClusterClient.create(resources, endpoints.uris());
         c.setOptions(clusterOptions(config));
         created = c;
       } else {
-        RedisClient c = RedisClient.create(endpoints.uris().get(0));
+        RedisClient c = RedisClient.create(resources, endpoints.uris().get(0));
         c.setOptions(clientOptions(config));
         created = c;
       }
-      return open(config, created, true, endpoints.description(), config.prefix());
+      return open(config, created, resources, endpoints.description(), config.prefix());
+    }
+
+    /**
+     * Lettuce's resources with a reconnect delay that starts at 10 ms and doubles up to the
+     * configured bound (Lettuce's own default grows to 30 s, so a long outage was followed by up to
+     * 30 s of "unavailable" after Redis was back).
+     */
+    static ClientResources resources(RedisDedupStoreConfig config) {
+      Duration upper = config.reconnectDelay();
+      Duration lower = upper.compareTo(Duration.ofMillis(10)) < 0 ? upper : Duration.ofMillis(10);
+      return DefaultClientResources.builder()
+          .reconnectDelay(Delay.exponential(lower, upper, 2, TimeUnit.MILLISECONDS))
+          .build();
     }
 
     private static String callerDescription(AbstractRedisClient client) {
@@ -892,9 +997,10 @@ public final class RedisDedupStore implements DedupStore {
     private static RedisDedupStore open(
         RedisDedupStoreConfig config,
         AbstractRedisClient client,
-        boolean owned,
+        @Nullable ClientResources resources,
         String where,
         String prefix) {
+      boolean owned = resources != null;
       String description = where + " prefix=" + prefix;
       if (!owned) {
         checkFailsClosed(client.getOptions(), description);
@@ -913,18 +1019,31 @@ public final class RedisDedupStore implements DedupStore {
         }
         connection.setTimeout(config.commandTimeout());
         RedisDedupStore store =
-            new RedisDedupStore(config, description, connection, commands, owned ? client : null);
+            new RedisDedupStore(
+                config, description, connection, commands, owned ? client : null, resources);
         store.loadScripts();
+        List<String> risks = store.checkDurability();
+        if (config.requireDurable() && !risks.isEmpty()) {
+          store.close();
+          throw new IdemConfigException(
+              "the Redis store "
+                  + description
+                  + " requires durability (require_durable) but Redis can forget keys: "
+                  + String.join("; ", risks)
+                  + ". Fix the Redis settings, or turn require_durable off to run with the risk.");
+        }
         return store;
+      } catch (IdemConfigException e) {
+        throw e;
       } catch (IllegalStateException e) {
-        closeQuietly(connection, owned ? client : null);
+        closeQuietly(connection, owned ? client : null, resources);
         throw new IdemConfigException(
             "the RedisClient has no URI ("
                 + e.getMessage()
                 + "): create it with RedisClient.create(uri), or pass the URI to"
                 + " RedisDedupStore.builder(uri)");
       } catch (RuntimeException e) {
-        closeQuietly(connection, owned ? client : null);
+        closeQuietly(connection, owned ? client : null, resources);
         IdemException mapped =
             RedisErrors.map(e, description, "connect", null, config.commandTimeout());
         if (mapped instanceof StoreUnavailableException) {
@@ -976,7 +1095,8 @@ public final class RedisDedupStore implements DedupStore {
 
     private static void closeQuietly(
         @Nullable StatefulConnection<byte[], byte[]> connection,
-        @Nullable AbstractRedisClient owned) {
+        @Nullable AbstractRedisClient owned,
+        @Nullable ClientResources resources) {
       try {
         if (connection != null) {
           connection.close();
@@ -986,6 +1106,9 @@ public final class RedisDedupStore implements DedupStore {
       } finally {
         if (owned != null) {
           owned.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
+        if (resources != null) {
+          resources.shutdown(0, 2, TimeUnit.SECONDS);
         }
       }
     }

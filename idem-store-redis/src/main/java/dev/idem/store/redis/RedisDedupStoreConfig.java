@@ -15,9 +15,21 @@ import java.util.Objects;
  *     s.
  * @param connectTimeout how long opening a connection may take (store-created clients only); 1 ms
  *     to 10 minutes. Default 5 s.
+ * @param reconnectDelay the longest wait between two reconnect attempts after the connection was
+ *     lost (store-created clients only): attempts start after 10 ms and back off exponentially up
+ *     to this, so the store answers again within about this long of Redis coming back, whatever the
+ *     outage's length; 1 ms to 1 minute. Default 250 ms.
+ * @param requireDurable whether opening the store fails (with {@link dev.idem.IdemConfigException})
+ *     when Redis is set up to forget keys: an eviction policy other than {@code noeviction}, or no
+ *     append-only file, or settings it cannot read. Off by default: then those risks are logged and
+ *     reported by {@link RedisDedupStore#durabilityRisks()}.
  */
 public record RedisDedupStoreConfig(
-    String prefix, Duration commandTimeout, Duration connectTimeout) {
+    String prefix,
+    Duration commandTimeout,
+    Duration connectTimeout,
+    Duration reconnectDelay,
+    boolean requireDurable) {
 
   /** The default key prefix. */
   public static final String DEFAULT_PREFIX = "idem:";
@@ -27,6 +39,11 @@ public record RedisDedupStoreConfig(
 
   /** The default connect timeout. */
   public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(5);
+
+  /** The default longest wait between reconnect attempts. */
+  public static final Duration DEFAULT_RECONNECT_DELAY = Duration.ofMillis(250);
+
+  private static final Duration MAX_RECONNECT_DELAY = Duration.ofMinutes(1);
 
   private static final Duration MAX_TIMEOUT = Duration.ofMinutes(10);
 
@@ -39,10 +56,30 @@ public record RedisDedupStoreConfig(
     checkPrefix(prefix);
     checkTimeout("commandTimeout", commandTimeout);
     checkTimeout("connectTimeout", connectTimeout);
+    Objects.requireNonNull(reconnectDelay, "reconnectDelay");
+    if (reconnectDelay.toMillis() < 1 || reconnectDelay.compareTo(MAX_RECONNECT_DELAY) > 0) {
+      throw new IdemConfigException(
+          "redis reconnectDelay "
+              + reconnectDelay
+              + " is not allowed: use 1 ms to 1 minute, e.g. 250ms");
+    }
   }
 
   /**
-   * Returns the defaults: prefix {@code idem:}, command timeout 2 s, connect timeout 5 s.
+   * Creates settings with the default reconnect delay, not requiring durability.
+   *
+   * @param prefix the key prefix
+   * @param commandTimeout the command timeout
+   * @param connectTimeout the connect timeout
+   * @throws IdemConfigException naming the field, if a value is not allowed
+   */
+  public RedisDedupStoreConfig(String prefix, Duration commandTimeout, Duration connectTimeout) {
+    this(prefix, commandTimeout, connectTimeout, DEFAULT_RECONNECT_DELAY, false);
+  }
+
+  /**
+   * Returns the defaults: prefix {@code idem:}, command timeout 2 s, connect timeout 5 s, reconnect
+   * delay at most 250 ms, durability not required.
    *
    * @return the default settings
    */

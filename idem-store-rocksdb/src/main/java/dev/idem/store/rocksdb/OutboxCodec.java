@@ -13,18 +13,21 @@ import org.jspecify.annotations.Nullable;
  *
  * <pre>
  * key          = queue length(2, big-endian) | UTF-8 queue | id(8, big-endian)
- * outbox value = version(1) | flags(1: 0x01 last error present) | attempts(4) | enqueuedAt(8)
+ * outbox value = version(1) | flags(1: 0x01 last error present, 0x02 claimed) | attempts(4)
+ *                | enqueuedAt(8)
  *                | availableAt(8) | key digest(32) | [error length(4) | UTF-8 error] | payload
  * dead letter  = version(1) | attempts(4) | enqueuedAt(8) | deadAt(8) | key digest(32)
  *                | reason length(4) | UTF-8 reason | payload
  * </pre>
  *
  * <p>{@code availableAt} is when the entry may be claimed next: 0 for a new entry, the end of the
- * claim for a claimed one, the retry time for a rescheduled one.
+ * claim for a claimed one (flag {@code 0x02}), the retry time for a rescheduled one. Values written
+ * before the flag existed read as not claimed.
  */
 final class OutboxCodec {
   static final byte VERSION = 1;
   private static final int HAS_ERROR = 0x01;
+  private static final int CLAIMED = 0x02;
   private static final int OUTBOX_HEADER = 22 + ScopeKeys.DIGEST_BYTES;
   private static final int DEAD_HEADER = 21 + ScopeKeys.DIGEST_BYTES;
   static final int MAX_QUEUE_BYTES = 0xFFFF;
@@ -73,7 +76,19 @@ final class OutboxCodec {
       long availableAtMillis,
       DedupKey key,
       @Nullable String lastError,
-      byte[] payload) {
+      byte[] payload,
+      boolean claimed) {
+
+    /** An entry that is not claimed: new, rescheduled or released. */
+    Entry(
+        int attempts,
+        long enqueuedAtMillis,
+        long availableAtMillis,
+        DedupKey key,
+        @Nullable String lastError,
+        byte[] payload) {
+      this(attempts, enqueuedAtMillis, availableAtMillis, key, lastError, payload, false);
+    }
 
     OutboxRecord toRecord(long id, String queue) {
       return new OutboxRecord(id, queue, key, payload, attempts, enqueuedAtMillis, lastError);
@@ -85,7 +100,7 @@ final class OutboxCodec {
     byte[] out =
         new byte[OUTBOX_HEADER + (error == null ? 0 : 4 + error.length) + e.payload().length];
     out[0] = VERSION;
-    out[1] = (byte) (error == null ? 0 : HAS_ERROR);
+    out[1] = (byte) ((error == null ? 0 : HAS_ERROR) | (e.claimed() ? CLAIMED : 0));
     Bytes.putInt(out, 2, e.attempts());
     Bytes.putLong(out, 6, e.enqueuedAtMillis());
     Bytes.putLong(out, 14, e.availableAtMillis());
@@ -122,7 +137,8 @@ final class OutboxCodec {
         Bytes.getLong(in, 14),
         digestAt(in, 22),
         error,
-        Arrays.copyOfRange(in, at, in.length));
+        Arrays.copyOfRange(in, at, in.length),
+        (in[1] & CLAIMED) != 0);
   }
 
   /** The claimable-from time of an encoded outbox value, without decoding the rest. */

@@ -618,7 +618,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
                     claimedUntil,
                     e.key(),
                     e.lastError(),
-                    e.payload());
+                    e.payload(),
+                    true);
             byte[] key = it.key();
             step.put(outbox, key, OutboxCodec.encode(claimed));
             out.add(claimed.toRecord(OutboxCodec.id(key), queue));
@@ -639,6 +640,64 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
       return out;
     } catch (RocksDBException e) {
       throw failure("claim", e, writing);
+    } catch (MalformedValueException e) {
+      throw corrupt("outbox queue '" + queue + "'", e);
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: only one process opens the directory at a time, so every claimed entry found is an
+   * earlier process's (call it before this store object claims from the queue); each becomes due at
+   * once, keeping its attempt count.
+   */
+  @Override
+  public long releaseClaimsOfEarlierRuns(String queue) {
+    byte[] prefix = OutboxCodec.queuePrefix(queue);
+    enter();
+    boolean writing = false;
+    try {
+      long released = 0;
+      Mutations step = new Mutations();
+      ReentrantLock lock = queueLock(queue);
+      lock.lock();
+      try {
+        try (Scan scan = new Scan(db, outbox, prefix, OutboxCodec.queueUpper(prefix))) {
+          for (RocksIterator it = scan.iterator; it.isValid(); it.next()) {
+            OutboxCodec.Entry e = OutboxCodec.decode(it.value());
+            if (e.claimed()) {
+              step.put(
+                  outbox,
+                  it.key(),
+                  OutboxCodec.encode(
+                      new OutboxCodec.Entry(
+                          e.attempts(),
+                          e.enqueuedAtMillis(),
+                          0,
+                          e.key(),
+                          e.lastError(),
+                          e.payload())));
+              released++;
+            }
+          }
+          scan.check();
+        }
+        if (!step.isEmpty()) {
+          writing = true;
+          writer.writeBuffered(step);
+        }
+      } finally {
+        lock.unlock();
+      }
+      if (writing) {
+        writer.awaitDurable();
+      }
+      return released;
+    } catch (RocksDBException e) {
+      throw failure("releaseClaimsOfEarlierRuns", e, writing);
     } catch (MalformedValueException e) {
       throw corrupt("outbox queue '" + queue + "'", e);
     } finally {
