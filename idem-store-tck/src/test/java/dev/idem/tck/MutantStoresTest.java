@@ -26,6 +26,7 @@ import org.junit.platform.engine.TestExecutionResult;
 import org.junit.platform.launcher.Launcher;
 import org.junit.platform.launcher.TestExecutionListener;
 import org.junit.platform.launcher.TestIdentifier;
+import org.junit.platform.launcher.core.LauncherConfig;
 import org.junit.platform.launcher.core.LauncherDiscoveryRequestBuilder;
 import org.junit.platform.launcher.core.LauncherFactory;
 
@@ -200,7 +201,11 @@ class MutantStoresTest {
 
   private static List<Finished> run(DiscoverySelector selector) {
     List<Finished> finished = new ArrayList<>();
-    Launcher launcher = LauncherFactory.create();
+    // Without the auto-registered listeners: SkipReasonListener would print the skips of these
+    // inner runs on the console as if they were the build's.
+    Launcher launcher =
+        LauncherFactory.create(
+            LauncherConfig.builder().enableTestExecutionListenerAutoRegistration(false).build());
     launcher.execute(
         LauncherDiscoveryRequestBuilder.request().selectors(selector).build(),
         new TestExecutionListener() {
