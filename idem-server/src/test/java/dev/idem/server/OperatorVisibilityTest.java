@@ -62,6 +62,10 @@ class OperatorVisibilityTest {
             source: { webhook: { path: /hooks/github, signature: { scheme: github, secret: %2$s } } }
             dedup: {}
             deliver: { http: { url: "%1$s" } }
+          - id: stripe
+            source: { webhook: { path: /hooks/stripe, signature: { scheme: stripe, secret: webhook_secret } } }
+            dedup: {}
+            deliver: { http: { url: "%1$s" } }
         """
             .formatted(downstream.uri("/internal/orders-service"), GITHUB_SECRET, TOKEN);
     IdemConfig config = ConfigLoader.parse("operator.yaml", yaml, n -> null);
@@ -158,6 +162,30 @@ class OperatorVisibilityTest {
         .contains("check=signature reason=INVALID")
         .contains("delivery=72d3162e-cc78-11e3-81ab-4c9367dc0958")
         .contains("status=401");
+  }
+
+  @Test
+  void aCorrectlySignedButOldStripeEventIsLoggedAsStaleWithItsEventId() throws Exception {
+    // given a Stripe-Signature for t=1533204620 (2018; the timestamp of Stripe's own test vector)
+    String body = "{\"id\":\"evt_test_webhook\",\"object\":\"event\"}";
+    javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+    mac.init(
+        new javax.crypto.spec.SecretKeySpec(
+            "webhook_secret".getBytes(java.nio.charset.StandardCharsets.UTF_8), "HmacSHA256"));
+    String v1 =
+        java.util.HexFormat.of()
+            .formatHex(
+                mac.doFinal(
+                    ("1533204620." + body).getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+
+    HttpResponse<String> r =
+        http.post("/hooks/stripe", body, "Stripe-Signature", "t=1533204620,v1=" + v1);
+
+    assertThat(r.statusCode()).isEqualTo(401);
+    assertThat(logs.lines(l -> l.contains("rejected pipeline=stripe")))
+        .singleElement()
+        .asString()
+        .contains("check=signature reason=STALE delivery=evt_test_webhook status=401");
   }
 
   @Test
