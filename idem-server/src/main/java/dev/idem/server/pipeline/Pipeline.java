@@ -56,6 +56,11 @@ import org.slf4j.LoggerFactory;
  *       released.
  * </ul>
  *
+ * <p>The sender is not authenticated, so error bodies carry the code and a fixed message only; the
+ * downstream's address and answer, the jq program and its error, and exceptions go to the log at
+ * WARN. A rejected signature is logged through a rate-limited {@code RejectionLog} (pipeline,
+ * reason, the provider's delivery id), at most {@code maxRejectionLinesPerSecond} lines a second.
+ *
  * <p>A transform that outputs nothing drops the event: the key is released and the answer is {@code
  * 202}. Several outputs fan out, each with its own {@code Idempotency-Key} ({@code <key>:<index>}):
  * in sync mode the key commits once every output was delivered and is released at the first
@@ -209,8 +214,9 @@ public final class Pipeline {
       try {
         verifier.verify(body, request.headers());
       } catch (SignatureException e) {
+        SignatureVerifier v = verifier;
         rejections.rejected(
-            "signature", e.reason().name(), deliveryIdOf(verifier, request), 401, e.getMessage());
+            "signature", e.reason().name(), () -> deliveryIdOf(v, request), 401, e.getMessage());
         return Answer.error(
             401, "invalid_signature", e.getMessage() + "; nothing was recorded for this request");
       }

@@ -2,6 +2,7 @@ package dev.idem.server.pipeline;
 
 import dev.idem.TimeSource;
 import java.util.Objects;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 
@@ -56,12 +57,17 @@ final class RejectionLog {
    *
    * @param check which check failed, e.g. {@code signature}
    * @param reason the check's reason code, e.g. {@code STALE}
-   * @param deliveryId the provider's delivery id from the request, or null
+   * @param deliveryId reads the provider's delivery id from the request (null if it has none);
+   *     called only when the line is written, so a flood costs no parsing
    * @param status the status answered
    * @param message what was wrong
    */
   void rejected(
-      String check, String reason, @Nullable String deliveryId, int status, String message) {
+      String check,
+      String reason,
+      Supplier<@Nullable String> deliveryId,
+      int status,
+      String message) {
     if (!log.isWarnEnabled()) {
       return;
     }
@@ -81,7 +87,8 @@ final class RejectionLog {
       before = suppressed;
       suppressed = 0;
     }
-    String id = deliveryId == null ? "-" : clean(deliveryId, MAX_FIELD_CHARS, false);
+    String given = deliveryId.get();
+    String id = given == null ? "-" : clean(given, MAX_FIELD_CHARS, false);
     String what = clean(message, MAX_MESSAGE_CHARS, true);
     if (before == 0) {
       log.warn(

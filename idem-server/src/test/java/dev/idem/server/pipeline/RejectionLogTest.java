@@ -23,11 +23,12 @@ class RejectionLogTest {
 
       // when 10 rejections come within one second, then one more a second later
       for (int i = 0; i < 10; i++) {
-        log.rejected("signature", "INVALID", "d-" + i, 401, "no signature matches");
+        String id = "d-" + i;
+        log.rejected("signature", "INVALID", () -> id, 401, "no signature matches");
         time.advance(Duration.ofMillis(50));
       }
       time.advance(Duration.ofSeconds(1));
-      log.rejected("signature", "STALE", "d-late", 401, "timestamp is 400s in the past");
+      log.rejected("signature", "STALE", () -> "d-late", 401, "timestamp is 400s in the past");
 
       // then 3 lines, then one that says 7 were not logged
       List<String> lines = logs.lines(l -> l.contains("rejected pipeline=gh"));
@@ -46,12 +47,28 @@ class RejectionLogTest {
   }
 
   @Test
+  void aLineLeftOutDoesNotReadTheDeliveryId() {
+    RejectionLog log =
+        new RejectionLog(LoggerFactory.getLogger("dev.idem.test.rejections"), "gh", time, 1);
+    java.util.concurrent.atomic.AtomicInteger reads =
+        new java.util.concurrent.atomic.AtomicInteger();
+
+    for (int i = 0; i < 5; i++) {
+      log.rejected("signature", "INVALID", () -> "d-" + reads.incrementAndGet(), 401, "no");
+    }
+
+    assertThat(reads).hasValue(1);
+    assertThat(log.suppressed()).isEqualTo(4);
+  }
+
+  @Test
   void whatTheSenderSentCannotForgeALine() {
     try (LogCapture logs = LogCapture.idem()) {
       RejectionLog log =
           new RejectionLog(LoggerFactory.getLogger("dev.idem.test.rejections"), "gh", time, 10);
 
-      log.rejected("signature", "MISSING", "x\nWARN fake line " + "a".repeat(200), 401, "a\r\nb");
+      log.rejected(
+          "signature", "MISSING", () -> "x\nWARN fake line " + "a".repeat(200), 401, "a\r\nb");
 
       String line = logs.lines(Level.WARN).get(0);
       assertThat(line).doesNotContain("\n").doesNotContain("\r");
