@@ -12,6 +12,7 @@ import dev.idem.tck.MutantStores.FifoEvictionContract;
 import dev.idem.tck.MutantStores.ForgetsReservationsOnReopenContract;
 import dev.idem.tck.MutantStores.LosesEmptyResultContract;
 import dev.idem.tck.MutantStores.NoSlidingRefreshContract;
+import dev.idem.tck.MutantStores.PendingClaimsContract;
 import dev.idem.tck.MutantStores.ReleaseIgnoresTokenContract;
 import dev.idem.tck.MutantStores.SnapshotBatchContract;
 import java.util.ArrayList;
@@ -78,6 +79,10 @@ class MutantStoresTest {
             EnqueuesOnStaleCommitContract.class,
             DedupStoreContract.Outbox.class,
             "aStaleCommitEnqueuesNothing"),
+        Arguments.of(
+            PendingClaimsContract.class,
+            DedupStoreContract.Outbox.class,
+            "pendingListsWaitingEntriesWithAttemptsNextAttemptAndLastErrorAndChangesNothing"),
         Arguments.of(
             FifoEvictionContract.class,
             DedupStoreContract.BoundedKeys.class,
