@@ -118,6 +118,17 @@ public interface OutboxStore {
   List<DeadLetter> deadLetters(String queue, int limit);
 
   /**
+   * Lists entries still waiting in one queue (claimed or not), oldest first, with their attempts,
+   * their next possible attempt and their last error: what an operator looks at while deliveries
+   * fail. Read-only: it claims nothing and changes nothing.
+   *
+   * @param queue the queue
+   * @param limit the most to return
+   * @return the entries in append order (empty if none)
+   */
+  List<PendingEntry> pending(String queue, int limit);
+
+  /**
    * Counts entries waiting in one queue (claimed or not), for the outbox-depth metric.
    *
    * @param queue the queue

@@ -10,6 +10,7 @@ import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.OutboxStore;
+import dev.idem.spi.PendingEntry;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
@@ -244,6 +245,11 @@ public final class DeferredStore implements DedupStore, OutboxStore {
   @Override
   public List<DeadLetter> deadLetters(String queue, int limit) {
     return outbox().deadLetters(queue, limit);
+  }
+
+  @Override
+  public List<PendingEntry> pending(String queue, int limit) {
+    return outbox().pending(queue, limit);
   }
 
   @Override

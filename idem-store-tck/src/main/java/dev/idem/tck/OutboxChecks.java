@@ -8,6 +8,7 @@ import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.OutboxStore;
+import dev.idem.spi.PendingEntry;
 import dev.idem.spi.SettleResult;
 import java.util.ArrayList;
 import java.util.List;
@@ -343,6 +344,51 @@ abstract class OutboxChecks extends ContractChecks {
         .extracting(DeadLetter::key)
         .containsExactly(keys.get(0), keys.get(1));
     assertThat(outbox.depth(queue())).isZero();
+  }
+
+  @Test
+  void pendingListsWaitingEntriesWithAttemptsNextAttemptAndLastErrorAndChangesNothing() {
+    // given three entries: one failed and rescheduled, one claimed, one not yet tried
+    OutboxStore outbox = fx.assumeOutbox();
+    long enqueuedAt = now();
+    DedupKey failed = enqueue(outbox, queue(), utf8("f"));
+    DedupKey claimed = enqueue(outbox, queue(), utf8("c"));
+    List<OutboxRecord> firstTwo = outbox.claim(queue(), 2, now(), CLAIM);
+    DedupKey fresh = enqueue(outbox, queue(), utf8("n"));
+    long retryAt = now() + 7_000;
+    outbox.reschedule(queue(), firstTwo.get(0).id(), retryAt, "HTTP 503 from POST downstream");
+
+    // when
+    List<PendingEntry> pending = outbox.pending(queue(), 10);
+
+    // then each is listed in append order with what an operator needs
+    assertThat(pending).extracting(PendingEntry::key).containsExactly(failed, claimed, fresh);
+    PendingEntry f = pending.get(0);
+    assertThat(f.id()).isEqualTo(firstTwo.get(0).id());
+    assertThat(f.queue()).isEqualTo(queue());
+    assertThat(f.payload()).isEqualTo(utf8("f"));
+    assertThat(f.attempts()).as("attempts of the failed entry").isEqualTo(1);
+    assertThat(f.enqueuedAtMillis()).isEqualTo(enqueuedAt);
+    assertThat(f.availableAtMillis()).as("its retry time").isEqualTo(retryAt);
+    assertThat(f.lastError()).isEqualTo("HTTP 503 from POST downstream");
+    PendingEntry c = pending.get(1);
+    assertThat(c.attempts()).isEqualTo(1);
+    assertThat(c.availableAtMillis()).as("the end of its claim").isEqualTo(enqueuedAt + CLAIM);
+    assertThat(c.lastError()).isNull();
+    PendingEntry n = pending.get(2);
+    assertThat(n.attempts()).as("not yet tried").isZero();
+    assertThat(n.availableAtMillis()).as("due now").isLessThanOrEqualTo(now());
+    assertThat(n.lastError()).isNull();
+    assertThat(outbox.pending(queue(), 2))
+        .extracting(PendingEntry::key)
+        .containsExactly(failed, claimed);
+    assertThat(outbox.pending(queue() + "-other", 10)).as("another queue").isEmpty();
+
+    // and listing claimed nothing: the fresh entry is still the one a claim hands out now
+    assertThat(outbox.claim(queue(), 10, now(), CLAIM))
+        .extracting(OutboxRecord::key)
+        .containsExactly(fresh);
+    assertThat(outbox.pending(queue(), 10).get(2).attempts()).isEqualTo(1);
   }
 
   @Test

@@ -7,6 +7,8 @@ import dev.idem.spi.DedupStateMachine.Transition;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
+import dev.idem.spi.OutboxRecord;
+import dev.idem.spi.PendingEntry;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
@@ -273,6 +275,40 @@ final class MutantStores {
   static final class EnqueuesOnStaleCommitContract extends MutantContract {
     EnqueuesOnStaleCommitContract() {
       super(EnqueuesOnStaleCommit::new);
+    }
+  }
+
+  // ---- pending() lists entries by claiming them (not read-only), and drops the last error ----
+
+  static final class PendingClaims extends ReferenceStore {
+    PendingClaims(Storage storage) {
+      super(storage, Integer.MAX_VALUE, ReferenceStore.all());
+    }
+
+    @Override
+    public java.util.List<PendingEntry> pending(String queue, int limit) {
+      synchronized (storage) {
+        java.util.List<PendingEntry> out = new java.util.ArrayList<>();
+        for (OutboxRecord r : claim(queue, limit, 0, 1)) {
+          out.add(
+              new PendingEntry(
+                  r.id(),
+                  queue,
+                  r.key(),
+                  r.payload(),
+                  r.attempts(),
+                  r.enqueuedAtMillis(),
+                  0,
+                  null));
+        }
+        return out;
+      }
+    }
+  }
+
+  static final class PendingClaimsContract extends MutantContract {
+    PendingClaimsContract() {
+      super(PendingClaims::new);
     }
   }
 

@@ -12,6 +12,7 @@ import dev.idem.tck.MutantStores.FifoEvictionContract;
 import dev.idem.tck.MutantStores.ForgetsReservationsOnReopenContract;
 import dev.idem.tck.MutantStores.LosesEmptyResultContract;
 import dev.idem.tck.MutantStores.NoSlidingRefreshContract;
+import dev.idem.tck.MutantStores.PendingClaimsContract;
 import dev.idem.tck.MutantStores.ReleaseIgnoresTokenContract;
 import dev.idem.tck.MutantStores.SnapshotBatchContract;
 import java.util.ArrayList;
@@ -26,6 +27,7 @@ import org.junit.platform.engine.TestExecutionResult;
 import org.junit.platform.launcher.Launcher;
 import org.junit.platform.launcher.TestExecutionListener;
 import org.junit.platform.launcher.TestIdentifier;
+import org.junit.platform.launcher.core.LauncherConfig;
 import org.junit.platform.launcher.core.LauncherDiscoveryRequestBuilder;
 import org.junit.platform.launcher.core.LauncherFactory;
 
@@ -77,6 +79,10 @@ class MutantStoresTest {
             EnqueuesOnStaleCommitContract.class,
             DedupStoreContract.Outbox.class,
             "aStaleCommitEnqueuesNothing"),
+        Arguments.of(
+            PendingClaimsContract.class,
+            DedupStoreContract.Outbox.class,
+            "pendingListsWaitingEntriesWithAttemptsNextAttemptAndLastErrorAndChangesNothing"),
         Arguments.of(
             FifoEvictionContract.class,
             DedupStoreContract.BoundedKeys.class,
@@ -200,7 +206,11 @@ class MutantStoresTest {
 
   private static List<Finished> run(DiscoverySelector selector) {
     List<Finished> finished = new ArrayList<>();
-    Launcher launcher = LauncherFactory.create();
+    // Without the auto-registered listeners: SkipReasonListener would print the skips of these
+    // inner runs on the console as if they were the build's.
+    Launcher launcher =
+        LauncherFactory.create(
+            LauncherConfig.builder().enableTestExecutionListenerAutoRegistration(false).build());
     launcher.execute(
         LauncherDiscoveryRequestBuilder.request().selectors(selector).build(),
         new TestExecutionListener() {

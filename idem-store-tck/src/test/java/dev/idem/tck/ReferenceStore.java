@@ -11,6 +11,7 @@ import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.OutboxStore;
+import dev.idem.spi.PendingEntry;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
@@ -302,6 +303,29 @@ class ReferenceStore implements DedupStore, OutboxStore {
       open();
       List<DeadLetter> all = storage.deadLetters.getOrDefault(queue, List.of());
       return List.copyOf(all.subList(0, Math.min(limit, all.size())));
+    }
+  }
+
+  @Override
+  public List<PendingEntry> pending(String queue, int limit) {
+    synchronized (storage) {
+      List<PendingEntry> out = new ArrayList<>();
+      for (Item item : queue(queue).values()) {
+        if (out.size() >= limit) {
+          break;
+        }
+        out.add(
+            new PendingEntry(
+                item.id,
+                queue,
+                item.message.key(),
+                item.message.payload(),
+                item.attempts,
+                item.enqueuedAt,
+                Math.max(item.hiddenUntil, item.enqueuedAt),
+                item.lastError));
+      }
+      return out;
     }
   }
 

@@ -13,6 +13,7 @@ import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.OutboxStore;
+import dev.idem.spi.PendingEntry;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
@@ -744,6 +745,17 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   public List<DeadLetter> deadLetters(String queue, int limit) {
     OutboxQueue q = existingQueue(queue);
     return q == null || limit <= 0 ? List.of() : q.deadLetters(limit);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * @throws IllegalStateException if the store is closed
+   */
+  @Override
+  public List<PendingEntry> pending(String queue, int limit) {
+    OutboxQueue q = existingQueue(queue);
+    return q == null || limit <= 0 ? List.of() : q.pending(limit);
   }
 
   /**

@@ -3,6 +3,7 @@ package dev.idem.store.memory;
 import dev.idem.DedupKey;
 import dev.idem.spi.DeadLetter;
 import dev.idem.spi.OutboxRecord;
+import dev.idem.spi.PendingEntry;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -102,6 +103,27 @@ final class OutboxQueue {
         break;
       }
       out.add(d);
+    }
+    return out;
+  }
+
+  synchronized List<PendingEntry> pending(int limit) {
+    List<PendingEntry> out = new ArrayList<>(Math.min(limit, entries.size()));
+    for (Entry e : entries.values()) {
+      if (out.size() == limit) {
+        break;
+      }
+      long available = Math.max(e.claimedUntilMillis, e.notBeforeMillis);
+      out.add(
+          new PendingEntry(
+              e.id,
+              name,
+              e.key,
+              e.payload,
+              e.attempts,
+              e.enqueuedAtMillis,
+              available == Long.MIN_VALUE ? e.enqueuedAtMillis : available,
+              e.lastError));
     }
     return out;
   }

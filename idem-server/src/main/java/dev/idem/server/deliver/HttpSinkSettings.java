@@ -1,8 +1,11 @@
 package dev.idem.server.deliver;
 
 import dev.idem.IdemConfigException;
+import java.io.ByteArrayOutputStream;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Base64;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
@@ -12,7 +15,14 @@ import java.util.TreeMap;
 /**
  * Where and how the HTTP sink POSTs events ({@code deliver.http} in YAML).
  *
- * @param url an {@code http} or {@code https} URL with a host
+ * <p><b>Credentials in the URL.</b> A URL with user info ({@code https://user:pass@host/path}) is
+ * honoured as HTTP Basic authentication: the constructor moves it into an {@code Authorization:
+ * Basic base64(user:pass)} header (user and password percent-decoded, then UTF-8) and keeps the URL
+ * without it, so the request line never carries it and logs never show it. User info without a
+ * password, or together with a configured {@code Authorization} header, is refused.
+ *
+ * @param url an {@code http} or {@code https} URL with a host; user info is moved into {@code
+ *     headers} (see above)
  * @param headers extra request headers (e.g. {@code Authorization}); Idem sets {@code
  *     Idempotency-Key}, {@code Content-Length} and {@code Host} itself, so those are refused
  * @param timeout the longest one attempt may take, connecting included (at least 1 ms)
@@ -78,6 +88,10 @@ public record HttpSinkSettings(
             "deliver.http.headers: the value of '" + name + "' must be one line of text");
       }
     }
+    if (url.getRawUserInfo() != null) {
+      headers = withBasicAuth(url, headers);
+      url = withoutUserInfo(url);
+    }
     headers = Map.copyOf(headers);
     if (timeout.compareTo(Duration.ofMillis(1)) < 0) {
       throw new IdemConfigException(
@@ -112,6 +126,80 @@ public record HttpSinkSettings(
    */
   public static HttpSinkSettings of(URI url) {
     return new HttpSinkSettings(url, Map.of(), DEFAULT_TIMEOUT);
+  }
+
+  /**
+   * Adds the {@code Authorization: Basic} header that the URL's {@code user:password@} asks for.
+   */
+  private static Map<String, String> withBasicAuth(URI url, Map<String, String> headers) {
+    String raw = Objects.requireNonNull(url.getRawUserInfo());
+    int colon = raw.indexOf(':');
+    if (colon < 0) {
+      throw new IdemConfigException(
+          "deliver.http.url '"
+              + redact(url)
+              + "' has a user name but no password before '@'; write user:password@ (percent-encode"
+              + " ':' and '@' inside them), or set deliver.http.headers.Authorization instead");
+    }
+    for (String name : headers.keySet()) {
+      if (name.equalsIgnoreCase("Authorization")) {
+        throw new IdemConfigException(
+            "deliver.http.url '"
+                + redact(url)
+                + "' has user:password@ and deliver.http.headers has Authorization too; keep one");
+      }
+    }
+    String credentials =
+        percentDecode(raw.substring(0, colon), url)
+            + ":"
+            + percentDecode(raw.substring(colon + 1), url);
+    Map<String, String> out = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+    out.putAll(headers);
+    out.put(
+        "Authorization",
+        "Basic "
+            + Base64.getEncoder().encodeToString(credentials.getBytes(StandardCharsets.UTF_8)));
+    return out;
+  }
+
+  private static String percentDecode(String s, URI url) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream(s.length());
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c == '%') {
+        int hi = i + 2 < s.length() ? Character.digit(s.charAt(i + 1), 16) : -1;
+        int lo = hi < 0 ? -1 : Character.digit(s.charAt(i + 2), 16);
+        if (lo < 0) {
+          throw new IdemConfigException(
+              "deliver.http.url '"
+                  + redact(url)
+                  + "' has a malformed %-escape in its user info; write %XX with two hex digits");
+        }
+        out.write(hi * 16 + lo);
+        i += 2;
+      } else {
+        int end = s.indexOf('%', i);
+        end = end < 0 ? s.length() : end;
+        byte[] b = s.substring(i, end).getBytes(StandardCharsets.UTF_8);
+        out.write(b, 0, b.length);
+        i = end - 1;
+      }
+    }
+    return out.toString(StandardCharsets.UTF_8);
+  }
+
+  private static URI withoutUserInfo(URI url) {
+    StringBuilder s = new StringBuilder();
+    s.append(url.getScheme())
+        .append("://")
+        .append(url.getRawAuthority().substring(url.getRawUserInfo().length() + 1));
+    if (url.getRawPath() != null) {
+      s.append(url.getRawPath());
+    }
+    if (url.getRawQuery() != null) {
+      s.append('?').append(url.getRawQuery());
+    }
+    return URI.create(s.toString());
   }
 
   /** Hides credentials: the URL's user info and query, and the values of secret-looking headers. */

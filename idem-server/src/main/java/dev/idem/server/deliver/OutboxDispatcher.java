@@ -5,6 +5,7 @@ import dev.idem.TimeSource;
 import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.OutboxStore;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -72,6 +73,10 @@ import org.slf4j.LoggerFactory;
  * an earlier run ({@link OutboxStore#releaseClaimsOfEarlierRuns}): on an embedded store, what a
  * killed process had claimed is delivered at once after the restart; on a shared store, those
  * entries come back when their claims run out ({@code claimTimeout}).
+ *
+ * <p><b>Logs.</b> Every failed attempt is logged at WARN with the pipeline, the idempotency key,
+ * attempt n of m, the error and when the next attempt is due (or that it was dead lettered); the
+ * error is also kept with the entry ({@link OutboxStore#pending}).
  *
  * <p><b>Listener.</b> {@code onDelivered} gets the attempt number and the latency from the entry's
  * append to its delivery (wall clock), {@code onRetry} each failed attempt that will be retried,
@@ -506,6 +511,14 @@ public final class OutboxDispatcher implements AutoCloseable {
                   ? "gave up after " + attempt + (attempt == 1 ? " attempt: " : " attempts: ")
                   : "not retryable: ")
               + failed.error();
+      AttemptLog.failed(
+          LOG,
+          delivery,
+          attempt,
+          retry.maxAttempts(),
+          failed.error(),
+          null,
+          failed.retryable() ? "dead letter: no retries left" : "dead letter: not retryable");
       try {
         outbox.deadLetter(queue, id, reason, now);
         LOG.warn("outbox queue {}: entry {} moved to the dead letters: {}", queue, id, reason);
@@ -535,6 +548,14 @@ public final class OutboxDispatcher implements AutoCloseable {
           e.toString());
       retryAt = now + claimMillis;
     }
+    AttemptLog.failed(
+        LOG,
+        delivery,
+        attempt,
+        retry.maxAttempts(),
+        failed.error(),
+        Instant.ofEpochMilli(retryAt),
+        "");
     Listeners.retry(listener, delivery.pipeline(), attempt, failed.error());
     retryDueAt(retryAt);
     return retryAt;

@@ -3,6 +3,7 @@ package dev.idem.server.deliver;
 import dev.idem.IdemConfigException;
 import dev.idem.TimeSource;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.DoubleSupplier;
@@ -24,6 +25,9 @@ import org.slf4j.LoggerFactory;
  * is the last failure, marked retryable, so that the sender's retry can try again. An attempt in
  * progress is never cut short (the sink's own timeout bounds it), so the longest a call can take is
  * the deadline plus one attempt's timeout.
+ *
+ * <p>Every failed attempt is logged at WARN (pipeline, idempotency key, attempt n of m, the error,
+ * and when the next attempt is due or why there is none).
  *
  * <p>Thread-safe: one instance serves every request of a pipeline.
  */
@@ -109,6 +113,14 @@ public final class SyncDeliverer {
             new DeliveryOutcome.Failed(failed.error(), true, failed.retryAfter()),
             "the next retry would end after the " + deadline.toMillis() + "ms deadline");
       }
+      AttemptLog.failed(
+          LOG,
+          delivery,
+          attempt,
+          retry.maxAttempts(),
+          failed.error(),
+          Instant.ofEpochMilli(time.wallMillis() + wait.toMillis()),
+          "");
       Listeners.retry(listener, delivery.pipeline(), attempt, failed.error());
       try {
         sleeper.sleep(wait);
@@ -136,6 +148,8 @@ public final class SyncDeliverer {
 
   private DeliveryOutcome.Failed giveUp(
       Delivery delivery, int attempts, DeliveryOutcome.Failed last, String why) {
+    AttemptLog.failed(
+        LOG, delivery, attempts, retry.maxAttempts(), last.error(), null, "sync delivery: " + why);
     String error =
         "gave up after "
             + attempts

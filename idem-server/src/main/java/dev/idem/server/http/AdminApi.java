@@ -16,15 +16,19 @@ import dev.idem.server.pipeline.Pipeline;
 import dev.idem.spi.DeadLetter;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxStore;
+import dev.idem.spi.PendingEntry;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Instant;
 import java.util.Base64;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.function.BiFunction;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The admin API under {@code /admin}, behind a bearer token:
@@ -36,8 +40,14 @@ import org.jspecify.annotations.Nullable;
  *   <li>{@code DELETE /admin/pipelines/{id}/keys/{key}}: forget the key (the next event with it is
  *       new);
  *   <li>{@code DELETE /admin/pipelines/{id}/keys}: forget every key of the pipeline;
- *   <li>{@code GET /admin/pipelines/{id}/dead-letters?limit=N}: deliveries given up.
+ *   <li>{@code GET /admin/pipelines/{id}/dead-letters?limit=N}: deliveries given up;
+ *   <li>{@code GET /admin/pipelines/{id}/outbox?limit=N}: deliveries still waiting (async), oldest
+ *       first, each with its attempts, when it may be tried next and its last error.
  * </ul>
+ *
+ * <p>Forgetting a key and clearing a pipeline are logged at INFO with who did it ({@code
+ * token=sha256:<first 12 hex digits of the token's SHA-256>}, never the token) and how many keys
+ * went.
  *
  * <p>{@code {key}} is the raw key value, URL-encoded; for a composite key, the JSON array of its
  * parts; or, with {@code ?form=digest}, the key's 64 hex digits (as {@code idem key} prints them,
@@ -47,7 +57,10 @@ import org.jspecify.annotations.Nullable;
 public final class AdminApi {
   private static final ObjectMapper JSON = new ObjectMapper();
 
+  private static final Logger LOG = LoggerFactory.getLogger(AdminApi.class);
+
   private final byte[] tokenDigest;
+  private final String tokenId;
   private final Map<String, Pipeline> pipelines;
   private final IdemMetrics metrics;
   private final Function<byte[], Delivery> outboxDecoder;
@@ -66,6 +79,7 @@ public final class AdminApi {
       IdemMetrics metrics,
       Function<byte[], Delivery> outboxDecoder) {
     this.tokenDigest = sha256(token);
+    this.tokenId = "sha256:" + HexFormat.of().formatHex(tokenDigest, 0, 6);
     this.pipelines = pipelines;
     this.metrics = metrics;
     this.outboxDecoder = outboxDecoder;
@@ -130,13 +144,16 @@ public final class AdminApi {
         if (what.equals("dead-letters") && segments.size() == 3) {
           return method.equals("GET") ? deadLetters(p, query.get("limit")) : notAllowed("GET");
         }
+        if (what.equals("outbox") && segments.size() == 3) {
+          return method.equals("GET") ? pending(p, query.get("limit")) : notAllowed("GET");
+        }
       }
       return Answer.error(
           404,
           "not_found",
           "no such admin endpoint; see docs/service.md (GET /admin/stats, GET|DELETE"
               + " /admin/pipelines/{id}/keys/{key}, DELETE /admin/pipelines/{id}/keys, GET"
-              + " /admin/pipelines/{id}/dead-letters)");
+              + " /admin/pipelines/{id}/dead-letters, GET /admin/pipelines/{id}/outbox)");
     } catch (StoreUnavailableException e) {
       return Answer.error(
           503,
@@ -240,6 +257,12 @@ public final class AdminApi {
         digest,
         (d, key) -> {
           boolean existed = d.forget(key);
+          LOG.info(
+              "admin forget pipeline={} key={} forgotten={} by token={}",
+              p.id(),
+              key.toHex(),
+              existed,
+              tokenId);
           ObjectNode n = JSON.createObjectNode();
           n.put("pipeline", p.id());
           n.put("key", raw);
@@ -274,30 +297,91 @@ public final class AdminApi {
       return noDedup(p);
     }
     long removed = d.clear();
+    LOG.info("admin clear pipeline={} removed={} keys by token={}", p.id(), removed, tokenId);
     ObjectNode n = JSON.createObjectNode();
     n.put("pipeline", p.id());
     n.put("removed", removed);
     return json(200, n);
   }
 
-  private Answer deadLetters(Pipeline p, @Nullable String limitText) {
+  private static @Nullable OutboxStore asyncOutbox(Pipeline p) {
     OutboxStore box = p.outbox();
-    if (box == null || p.settings().deliver().mode() != dev.idem.server.config.DeliveryMode.ASYNC) {
-      return Answer.error(
-          409,
-          "no_outbox",
-          "pipeline '" + p.id() + "' delivers synchronously, so it has no dead letters");
+    return box == null || p.settings().deliver().mode() != dev.idem.server.config.DeliveryMode.ASYNC
+        ? null
+        : box;
+  }
+
+  private static Answer noOutbox(Pipeline p, String what) {
+    return Answer.error(
+        409,
+        "no_outbox",
+        "pipeline '"
+            + p.id()
+            + "' delivers synchronously, so it has no "
+            + what
+            + " (a failed sync delivery is answered 502 and logged)");
+  }
+
+  /** Parses {@code ?limit=}: 100 when absent, else 1 to 10000; -1 when malformed. */
+  private static int limitOf(@Nullable String limitText) {
+    if (limitText == null) {
+      return 100;
     }
-    int limit = 100;
-    if (limitText != null) {
+    int limit;
+    try {
+      limit = Integer.parseInt(limitText);
+    } catch (NumberFormatException e) {
+      return -1;
+    }
+    return limit < 1 || limit > 10_000 ? -1 : limit;
+  }
+
+  private static Answer badLimit() {
+    return Answer.error(400, "bad_limit", "limit must be a whole number from 1 to 10000");
+  }
+
+  private Answer pending(Pipeline p, @Nullable String limitText) {
+    OutboxStore box = asyncOutbox(p);
+    if (box == null) {
+      return noOutbox(p, "outbox");
+    }
+    int limit = limitOf(limitText);
+    if (limit < 0) {
+      return badLimit();
+    }
+    ObjectNode root = JSON.createObjectNode();
+    root.put("pipeline", p.id());
+    root.put("depth", box.depth(p.id()));
+    ArrayNode list = root.putArray("pending");
+    for (PendingEntry e : box.pending(p.id(), limit)) {
+      ObjectNode n = list.addObject();
+      n.put("id", e.id());
+      n.put("digest", e.key().toHex());
       try {
-        limit = Integer.parseInt(limitText);
-      } catch (NumberFormatException e) {
-        limit = -1;
+        n.put("idempotency_key", outboxDecoder.apply(e.payload()).idempotencyKey());
+      } catch (RuntimeException undecodable) {
+        n.putNull("idempotency_key");
       }
-      if (limit < 1 || limit > 10_000) {
-        return Answer.error(400, "bad_limit", "limit must be a whole number from 1 to 10000");
+      n.put("attempts", e.attempts());
+      n.put("enqueued_at", iso(e.enqueuedAtMillis()));
+      n.put("next_attempt_at", iso(e.availableAtMillis()));
+      if (e.lastError() == null) {
+        n.putNull("last_error");
+      } else {
+        n.put("last_error", e.lastError());
       }
+    }
+    return json(200, root);
+  }
+
+  private Answer deadLetters(Pipeline p, @Nullable String limitText) {
+    OutboxStore box = asyncOutbox(p);
+    if (box == null) {
+      return noOutbox(p, "dead letters");
+    }
+    int limit = limitOf(limitText);
+    if (limit < 0) {
+      return badLimit();
     }
     ObjectNode root = JSON.createObjectNode();
     root.put("pipeline", p.id());

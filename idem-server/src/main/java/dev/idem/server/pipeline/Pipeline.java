@@ -57,6 +57,11 @@ import org.slf4j.LoggerFactory;
  *       released.
  * </ul>
  *
+ * <p>The sender is not authenticated, so error bodies carry the code and a fixed message only; the
+ * downstream's address and answer, the jq program and its error, and exceptions go to the log at
+ * WARN. A rejected signature is logged through a rate-limited {@code RejectionLog} (pipeline,
+ * reason, the provider's delivery id), at most {@code maxRejectionLinesPerSecond} lines a second.
+ *
  * <p>A transform that outputs nothing drops the event: the key is released and the answer is {@code
  * 202}. Several outputs fan out, each with its own {@code Idempotency-Key} ({@code <key>:<index>}):
  * in sync mode the key commits once every output was delivered and is released at the first
@@ -90,6 +95,7 @@ public final class Pipeline {
   private final TimeSource time;
   private final boolean replay;
   private final boolean async;
+  private final RejectionLog rejections;
 
   private Pipeline(Builder b) {
     this.settings = b.settings;
@@ -109,6 +115,7 @@ public final class Pipeline {
     this.time = b.time;
     this.replay = settings.dedup() != null && settings.dedup().mode() == DedupMode.REPLAY;
     this.async = settings.deliver().mode() == DeliveryMode.ASYNC;
+    this.rejections = new RejectionLog(LOG, id, time, b.maxRejectionLinesPerSecond);
     if (async && (dedup == null || outbox == null || outboxEncoder == null)) {
       throw new IllegalArgumentException(
           "pipeline " + id + ": async delivery needs a dedup step, an outbox store and an encoder");
@@ -208,6 +215,10 @@ public final class Pipeline {
       try {
         body = verifier.verifiedBody(body, request.headers());
       } catch (SignatureException e) {
+        SignatureVerifier v = verifier;
+        InboundRequest raw = request;
+        rejections.rejected(
+            "signature", e.reason().name(), () -> deliveryIdOf(v, raw), 401, e.getMessage());
         return Answer.error(
             401, "invalid_signature", e.getMessage() + "; nothing was recorded for this request");
       }
@@ -284,6 +295,15 @@ public final class Pipeline {
         "this key was already used with a different payload; send a new key for a new request");
   }
 
+  /** The provider's delivery id of a rejected request, for the log line; null if it has none. */
+  private static @Nullable String deliveryIdOf(SignatureVerifier v, InboundRequest request) {
+    try {
+      return v.deliveryId(request.body(), request.headers()).orElse(null);
+    } catch (RuntimeException e) {
+      return null; // an unsigned body need not parse; the line just has no delivery id
+    }
+  }
+
   private static String decisionName(Decision d) {
     if (d instanceof Decision.Acquired) {
       return "pass";
@@ -312,13 +332,13 @@ public final class Pipeline {
           : deliverNow(key, r, orderingKey, outputs);
     } catch (TransformException e) {
       release(r, key, "the transform failed");
+      // The jq program and its error are the operator's business, not the sender's.
       LOG.warn("pipeline={} key={} transform failed: {}", id, key.toHex(), e.getMessage());
       return Answer.error(
           500,
           "transform_failed",
-          "the pipeline's transform failed on this event ("
-              + e.getMessage()
-              + "); nothing was delivered and the key was released, so a retry is processed again");
+          "the pipeline's transform failed on this event; nothing was delivered and the key was"
+              + " released, so a retry is processed again (the service's log says why)");
     } catch (StoreUnavailableException e) {
       release(r, key, "the store is unavailable");
       return storeUnavailable(e, key);
@@ -326,11 +346,7 @@ public final class Pipeline {
       release(r, key, "processing failed");
       LOG.warn("pipeline={} key={} processing failed", id, key.toHex(), e);
       return Answer.error(
-          500,
-          "internal_error",
-          "processing failed ("
-              + e.getClass().getSimpleName()
-              + "); the key was released, retry later");
+          500, "internal_error", "processing failed; the key was released, retry later");
     } finally {
       if (turn != null) {
         turn.close();
@@ -349,7 +365,7 @@ public final class Pipeline {
               new Delivery(id, idempotencyKey(key), orderingKey, outputs.get(0), JSON_HEADERS));
       if (outcome instanceof DeliveryOutcome.Failed f) {
         release(r, key, "delivery failed");
-        return deliveryFailed(f);
+        return deliveryFailed(key, f);
       }
       DeliveryOutcome.Delivered d = (DeliveryOutcome.Delivered) outcome;
       Answer answer = replay ? replayAnswer(d) : Answer.ACCEPTED;
@@ -370,7 +386,7 @@ public final class Pipeline {
                   id, idempotencyKey(key) + ":" + i, orderingKey, outputs.get(i), JSON_HEADERS));
       if (outcome instanceof DeliveryOutcome.Failed f) {
         settleChild(child, false, key);
-        return deliveryFailed(f);
+        return deliveryFailed(key, f);
       }
       settleChild(child, true, key);
     }
@@ -468,15 +484,21 @@ public final class Pipeline {
         Map.of("Retry-After", STORE_RETRY_AFTER));
   }
 
-  private Answer deliveryFailed(DeliveryOutcome.Failed f) {
+  /**
+   * The sender learns only that delivery failed; the downstream's address, status and answer go to
+   * the log (each attempt was logged by the deliverer, this line says what the sender was told).
+   */
+  private Answer deliveryFailed(DedupKey key, DeliveryOutcome.Failed f) {
+    LOG.warn(
+        "pipeline={} key={} delivery failed, answered 502 and released the key: {}",
+        id,
+        key.toHex(),
+        f.error());
     return Answer.error(
         502,
         "delivery_failed",
-        "delivery to "
-            + settings.id()
-            + "'s sink failed ("
-            + f.error()
-            + "); the key was released, so a retry of this request is accepted");
+        "the event could not be delivered downstream; nothing was recorded for it, so a retry of"
+            + " this request is accepted");
   }
 
   private void commit(@Nullable Reservation r, DedupKey key, byte @Nullable [] result) {
@@ -545,6 +567,7 @@ public final class Pipeline {
     private Runnable onEnqueued = () -> {};
     private IdemMetrics.@Nullable PipelineMeters meters;
     private TimeSource time = TimeSource.system();
+    private int maxRejectionLinesPerSecond = RejectionLog.DEFAULT_MAX_PER_SECOND;
 
     private Builder(PipelineSettings settings) {
       this.settings = Objects.requireNonNull(settings, "settings");
@@ -670,6 +693,22 @@ public final class Pipeline {
      */
     public Builder timeSource(TimeSource time) {
       this.time = Objects.requireNonNull(time, "time");
+      return this;
+    }
+
+    /**
+     * Sets how many rejected requests (bad signatures) are logged per second at most; the lines
+     * left out are counted in the next line (default 10).
+     *
+     * @param max at least 1
+     * @return this builder
+     * @throws IllegalArgumentException if below 1
+     */
+    public Builder maxRejectionLinesPerSecond(int max) {
+      if (max < 1) {
+        throw new IllegalArgumentException("max rejection lines per second must be positive");
+      }
+      this.maxRejectionLinesPerSecond = max;
       return this;
     }
 

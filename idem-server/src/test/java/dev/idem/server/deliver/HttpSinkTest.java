@@ -291,7 +291,7 @@ class HttpSinkTest {
 
     HttpSinkSettings settings =
         new HttpSinkSettings(
-            URI.create("https://user:pw@h:8443/hook?sig=abc"),
+            URI.create("https://h:8443/hook?sig=abc"),
             Map.of("Authorization", "Bearer abc", "X-Team", "ops"),
             Duration.ofSeconds(3));
     assertThat(settings.toString())
@@ -300,5 +300,56 @@ class HttpSinkTest {
         .contains("X-Team=ops")
         .doesNotContain("pw")
         .doesNotContain("abc");
+  }
+
+  @Test
+  void userAndPasswordInTheUrlAreSentAsBasicAuthAndNeverInTheRequestLine() {
+    // given a URL with percent-encoded user info (':' in the user, '@' and a space in the password)
+    receiver.answer(Answer.code(204));
+    URI url =
+        URI.create(
+            "http://al%3Aice:p%40ss%20w%C3%B6rd@127.0.0.1:"
+                + receiver.uri("/").getPort()
+                + "/orders?x=1");
+    HttpSinkSettings settings =
+        new HttpSinkSettings(url, Map.of("X-Team", "ops"), Duration.ofSeconds(5));
+
+    // when
+    sink = Sinks.http(settings);
+    DeliveryOutcome outcome = sink.deliver(EVENT);
+
+    // then downstream gets HTTP Basic with the decoded credentials, and the URL went without them
+    assertThat(outcome).isInstanceOf(DeliveryOutcome.Delivered.class);
+    TestReceiver.Received request = receiver.received().get(0);
+    String expected =
+        java.util.Base64.getEncoder()
+            .encodeToString("al:ice:p@ss w\u00f6rd".getBytes(StandardCharsets.UTF_8));
+    assertThat(request.header("Authorization")).isEqualTo("Basic " + expected);
+    assertThat(request.header("X-Team")).isEqualTo("ops");
+    assertThat(request.path()).isEqualTo("/orders?x=1");
+    assertThat(settings.url().getRawUserInfo()).isNull();
+    assertThat(settings.toString()).doesNotContain("ice").doesNotContain("ss").contains("***");
+    assertThat(sink.describe()).doesNotContain("ice");
+  }
+
+  @Test
+  void userInfoWithoutAPasswordOrNextToAnAuthorizationHeaderIsAConfigError() {
+    assertThatThrownBy(
+            () ->
+                new HttpSinkSettings(
+                    URI.create("https://alice@h/hook"), Map.of(), Duration.ofSeconds(1)))
+        .isInstanceOf(IdemConfigException.class)
+        .hasMessageContaining("no password")
+        .hasMessageContaining("user:password@")
+        .hasMessageNotContaining("alice");
+    assertThatThrownBy(
+            () ->
+                new HttpSinkSettings(
+                    URI.create("https://alice:pw@h/hook"),
+                    Map.of("authorization", "Bearer t"),
+                    Duration.ofSeconds(1)))
+        .isInstanceOf(IdemConfigException.class)
+        .hasMessageContaining("keep one")
+        .hasMessageNotContaining("pw");
   }
 }

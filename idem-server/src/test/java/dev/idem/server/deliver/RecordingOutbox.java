@@ -6,6 +6,7 @@ import dev.idem.spi.DeadLetter;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.OutboxStore;
+import dev.idem.spi.PendingEntry;
 import dev.idem.spi.SettleResult;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -111,6 +112,11 @@ final class RecordingOutbox implements OutboxStore {
   @Override
   public long releaseClaimsOfEarlierRuns(String queue) {
     return delegate.releaseClaimsOfEarlierRuns(queue);
+  }
+
+  @Override
+  public List<PendingEntry> pending(String queue, int limit) {
+    return delegate.pending(queue, limit);
   }
 
   @Override

@@ -10,6 +10,7 @@ import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.OutboxStore;
+import dev.idem.spi.PendingEntry;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
@@ -143,6 +144,12 @@ public final class SwitchableStore implements DedupStore, OutboxStore {
   public List<DeadLetter> deadLetters(String queue, int limit) {
     check();
     return store.deadLetters(queue, limit);
+  }
+
+  @Override
+  public List<PendingEntry> pending(String queue, int limit) {
+    check();
+    return store.pending(queue, limit);
   }
 
   @Override

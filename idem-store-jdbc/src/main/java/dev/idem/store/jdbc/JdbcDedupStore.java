@@ -19,6 +19,7 @@ import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.OutboxStore;
+import dev.idem.spi.PendingEntry;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
@@ -1074,6 +1075,41 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
                         rs.getLong(5),
                         rs.getLong(6),
                         rs.getString(7)));
+              }
+            }
+          }
+          return out;
+        });
+  }
+
+  @Override
+  public List<PendingEntry> pending(String queue, int limit) {
+    ensureOpen();
+    checkQueue(queue);
+    if (limit <= 0) {
+      throw new IllegalArgumentException("limit must be positive, got " + limit);
+    }
+    return exec.read(
+        "pending",
+        c -> {
+          List<PendingEntry> out = new ArrayList<>();
+          try (PreparedStatement ps = c.prepareStatement(sql.pendingOf)) {
+            ps.setString(1, queue);
+            ps.setInt(2, limit);
+            try (ResultSet rs = ps.executeQuery()) {
+              while (rs.next()) {
+                long enqueued = rs.getLong(5);
+                long available = Math.max(rs.getLong(6), rs.getLong(7));
+                out.add(
+                    new PendingEntry(
+                        rs.getLong(1),
+                        queue,
+                        DedupKey.ofDigest(rs.getBytes(2)),
+                        rs.getBytes(3),
+                        rs.getInt(4),
+                        enqueued,
+                        Math.max(available, enqueued),
+                        rs.getString(8)));
               }
             }
           }

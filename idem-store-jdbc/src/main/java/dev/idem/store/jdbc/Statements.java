@@ -130,6 +130,12 @@ final class Statements {
   /** Parameters: queue, limit. */
   final String deadLettersOf;
 
+  /**
+   * Parameters: queue, limit. Returns id, dedup_key, payload, attempts, enqueued_ms, not_before_ms,
+   * claimed_until_ms, last_error, in id order.
+   */
+  final String pendingOf;
+
   /** Parameters: queue. */
   final String depth;
 
@@ -297,6 +303,12 @@ final class Statements {
         "SELECT id, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason FROM "
             + deadLetters
             + " WHERE queue = ? ORDER BY dead_ms, id "
+            + limit;
+    pendingOf =
+        "SELECT id, dedup_key, payload, attempts, enqueued_ms, not_before_ms, claimed_until_ms,"
+            + " last_error FROM "
+            + outbox
+            + " WHERE queue = ? ORDER BY id "
             + limit;
     depth = "SELECT COUNT(*) FROM " + outbox + " WHERE queue = ?";
 

@@ -16,6 +16,7 @@ import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.OutboxStore;
+import dev.idem.spi.PendingEntry;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
@@ -768,6 +769,45 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
       throw failure("deadLetters", e, false);
     } catch (MalformedValueException e) {
       throw corrupt("dead letters of queue '" + queue + "'", e);
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: in id order (which is append order), from the {@code outbox} column family; the
+   * available-at time is the stored one (0 for an entry never claimed, shown as its enqueue time).
+   */
+  @Override
+  public List<PendingEntry> pending(String queue, int limit) {
+    if (limit <= 0) {
+      return List.of();
+    }
+    byte[] prefix = OutboxCodec.queuePrefix(queue);
+    enter();
+    try (Scan scan = new Scan(db, outbox, prefix, OutboxCodec.queueUpper(prefix))) {
+      List<PendingEntry> out = new ArrayList<>(Math.min(limit, 64));
+      for (RocksIterator it = scan.iterator; it.isValid() && out.size() < limit; it.next()) {
+        OutboxCodec.Entry e = OutboxCodec.decode(it.value());
+        out.add(
+            new PendingEntry(
+                OutboxCodec.id(it.key()),
+                queue,
+                e.key(),
+                e.payload(),
+                e.attempts(),
+                e.enqueuedAtMillis(),
+                Math.max(e.availableAtMillis(), e.enqueuedAtMillis()),
+                e.lastError()));
+      }
+      scan.check();
+      return out;
+    } catch (RocksDBException e) {
+      throw failure("pending", e, false);
+    } catch (MalformedValueException e) {
+      throw corrupt("outbox queue '" + queue + "'", e);
     } finally {
       exit();
     }
