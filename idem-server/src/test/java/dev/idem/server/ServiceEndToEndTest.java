@@ -11,6 +11,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
 import java.util.HexFormat;
+import java.util.List;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import org.junit.jupiter.api.AfterAll;
@@ -129,15 +130,20 @@ class ServiceEndToEndTest {
     HttpResponse<String> respelled = http.post("/hooks/orders", "{\"id\":8.20982911946154509e17}");
     HttpResponse<String> asString = http.post("/hooks/orders", "{\"id\":\"820982911946154508\"}");
     HttpResponse<String> huge = http.post("/hooks/orders", "{\"id\":\"ord-n\",\"n\":1e400}");
+    HttpResponse<String> tiny = http.post("/hooks/orders", "{\"id\":\"ord-n\",\"n\":1e-400}");
 
     assertThat(first.statusCode()).isEqualTo(202);
     assertThat(next.statusCode()).isEqualTo(202);
     assertThat(respelled.statusCode()).isEqualTo(200);
     assertThat(asString.statusCode()).isEqualTo(202);
-    assertThat(huge.statusCode()).isEqualTo(400);
-    assertThat(huge.body())
-        .startsWith("{\"error\":\"number_out_of_range\"")
-        .contains("send it as a JSON string");
+    // Refused at the body check (I-JSON), before any key is derived: never rounded to 0 or
+    // infinity.
+    for (HttpResponse<String> refused : List.of(huge, tiny)) {
+      assertThat(refused.statusCode()).isEqualTo(400);
+      assertThat(refused.body())
+          .startsWith("{\"error\":\"malformed_json\"")
+          .contains("send it as a string");
+    }
     assertThat(received("/orders", "820982911946154509")).isEqualTo(1);
     assertThat(received("/orders", "ord-n")).isZero();
   }

@@ -125,10 +125,12 @@ public final class JsonBodyCheck {
         return null;
       }
       case VALUE_NUMBER_FLOAT -> {
-        if (Double.isInfinite(p.getDoubleValue())) {
+        double d = p.getDoubleValue();
+        if (Double.isInfinite(d) || (d == 0 && hasNonZeroDigit(p.getText()))) {
           return "the number "
               + p.getText()
-              + " is outside the range of a double (about 1.8e308); send it as a string";
+              + " is outside the range of a double (1e-324 to about 1.8e308 in magnitude);"
+              + " send it as a string";
         }
         return null;
       }
@@ -218,5 +220,19 @@ public final class JsonBodyCheck {
     }
     int nl = m.indexOf('\n');
     return nl < 0 ? m : m.substring(0, nl);
+  }
+
+  /** Whether a number's mantissa has a non-zero digit (so a value of 0 means it underflowed). */
+  private static boolean hasNonZeroDigit(String number) {
+    for (int i = 0; i < number.length(); i++) {
+      char c = number.charAt(i);
+      if (c == 'e' || c == 'E') {
+        return false;
+      }
+      if (c >= '1' && c <= '9') {
+        return true;
+      }
+    }
+    return false;
   }
 }

@@ -27,11 +27,15 @@ class JsonBodyCheckIJsonTest {
     assertThat(code("{\"id\":\"a\",\"n\":1e400}")).isEqualTo("malformed_json");
     assertThat(code("{\"id\":\"a\",\"n\":-1E+400}")).isEqualTo("malformed_json");
     assertThat(code("[1.5e309]")).isEqualTo("malformed_json");
+    // An underflow is refused too, never read as 0 (issue 8): 0 is spelled without digits 1-9.
+    assertThat(code("{\"id\":\"a\",\"m\":1e-400}")).isEqualTo("malformed_json");
+    assertThat(code("[-2.5E-999]")).isEqualTo("malformed_json");
   }
 
   @Test
   void numbersInsideTheRangePassWhateverTheirSpelling() {
-    assertThat(code("{\"n\":1e308,\"m\":1e-400,\"k\":820982911946154508,\"z\":-0.0}")).isNull();
+    assertThat(code("{\"n\":1e308,\"m\":5e-324,\"k\":820982911946154508,\"z\":-0.0,\"y\":0e-999}"))
+        .isNull();
   }
 
   @Test
