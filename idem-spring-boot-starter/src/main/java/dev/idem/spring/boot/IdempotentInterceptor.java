@@ -133,7 +133,11 @@ public final class IdempotentInterceptor implements MethodInterceptor {
               + plan.name
               + " gave "
               + (text == null ? "null" : "a blank value")
-              + "; every call needs a key");
+              + "; every call needs a key"
+              + (names.getParameterNames(method) == null
+                  ? " (parameter names are not in the class file: compile with -parameters, as"
+                      + " Spring Boot's build plugins do, or write #p0, #p1, ...)"
+                  : ""));
     }
     return text;
   }
