@@ -13,6 +13,7 @@ import dev.idem.kafka.DedupPollLoop.FailureAction;
 import dev.idem.kafka.DedupPollLoop.PollSummary;
 import dev.idem.kafka.testing.KafkaBroker;
 import dev.idem.key.KeyEncoding;
+import dev.idem.spi.DedupStore;
 import dev.idem.spi.KeyState;
 import dev.idem.store.memory.MemoryDedupStore;
 import java.time.Duration;
@@ -21,6 +22,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -40,22 +42,21 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** {@link DedupPollLoop} against a real in-process Kafka broker. */
+/**
+ * {@link DedupPollLoop} against a real in-process Kafka broker, on the memory store (subclasses:
+ * other stores).
+ */
 class DedupPollLoopTest {
   private static KafkaBroker kafka;
 
-  private final MemoryDedupStore store = MemoryDedupStore.builder().build();
+  /** The store every consumer of a test shares; the memory store here. */
+  DedupStore openStore() {
+    return MemoryDedupStore.builder().build();
+  }
+
   private final AtomicInteger duplicateDecisions = new AtomicInteger();
-  private final Deduplicator dedup =
-      Deduplicator.builder(store, Scope.of("kafka-loop"))
-          .listener(
-              new DedupListener() {
-                @Override
-                public void onDuplicate(Scope scope, DedupKey key) {
-                  duplicateDecisions.incrementAndGet();
-                }
-              })
-          .build();
+  private DedupStore store;
+  private Deduplicator dedup;
   private final Map<String, AtomicInteger> acted = new ConcurrentHashMap<>();
   private final List<String> order = new CopyOnWriteArrayList<>();
   private String topic;
@@ -74,6 +75,18 @@ class DedupPollLoopTest {
 
   @BeforeEach
   void topic() throws Exception {
+    store = openStore();
+    dedup =
+        Deduplicator.builder(
+                store, Scope.of("kafka-loop-" + UUID.randomUUID().toString().substring(0, 8)))
+            .listener(
+                new DedupListener() {
+                  @Override
+                  public void onDuplicate(Scope scope, DedupKey key) {
+                    duplicateDecisions.incrementAndGet();
+                  }
+                })
+            .build();
     topic = KafkaBroker.uniqueTopic("orders");
     group = KafkaBroker.uniqueTopic("group");
   }
@@ -83,7 +96,10 @@ class DedupPollLoopTest {
     if (consumer != null) {
       consumer.close(Duration.ofSeconds(5));
     }
-    store.close();
+    if (store != null) {
+      dedup.clear();
+      store.close();
+    }
   }
 
   private void produce(String... keys) {
