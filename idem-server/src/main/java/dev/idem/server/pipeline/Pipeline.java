@@ -466,6 +466,9 @@ public final class Pipeline {
   }
 
   private Answer storeUnavailable(StoreUnavailableException e, DedupKey key) {
+    if (meters != null) {
+      meters.storeUnavailable();
+    }
     LOG.warn("pipeline={} key={} store unavailable: {}", id, key.toHex(), e.getMessage());
     return Answer.error(
         503,
@@ -596,7 +599,7 @@ public final class Pipeline {
     }
 
     /**
-     * Sets the meters that record store latency.
+     * Sets the meters that record store latency and store outages.
      *
      * @param meters the pipeline's meters, or null for none
      * @return this builder
