@@ -16,6 +16,7 @@ import dev.idem.server.config.DeliveryMode;
 import dev.idem.server.config.PipelineSettings;
 import dev.idem.server.deliver.Delivery;
 import dev.idem.server.deliver.DeliveryOutcome;
+import dev.idem.server.logging.LogFields;
 import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.signature.SignatureException;
 import dev.idem.server.signature.SignatureVerifier;
@@ -244,7 +245,12 @@ public final class Pipeline {
       meters.reserveTook(time.monotonicNanos() - started);
     }
     if (LOG.isDebugEnabled()) {
-      LOG.debug("decision pipeline={} key={} decision={}", id, key.toHex(), decisionName(decision));
+      String name = decisionName(decision);
+      LogFields.decision(
+          id,
+          key.toHex(),
+          name,
+          () -> LOG.debug("decision pipeline={} key={} decision={}", id, key.toHex(), name));
     }
     if (decision instanceof Decision.Acquired a) {
       return process(request, key, a.reservation());
@@ -452,7 +458,11 @@ public final class Pipeline {
     try {
       r.release();
       if (LOG.isDebugEnabled()) {
-        LOG.debug("released pipeline={} key={} because {}", id, key.toHex(), why);
+        LogFields.decision(
+            id,
+            key.toHex(),
+            "released",
+            () -> LOG.debug("released pipeline={} key={} because {}", id, key.toHex(), why));
       }
     } catch (StoreUnavailableException e) {
       LOG.warn(
@@ -469,7 +479,12 @@ public final class Pipeline {
     if (meters != null) {
       meters.storeUnavailable();
     }
-    LOG.warn("pipeline={} key={} store unavailable: {}", id, key.toHex(), e.getMessage());
+    LogFields.decision(
+        id,
+        key.toHex(),
+        "store_unavailable",
+        () ->
+            LOG.warn("pipeline={} key={} store unavailable: {}", id, key.toHex(), e.getMessage()));
     return Answer.error(
         503,
         "store_unavailable",
