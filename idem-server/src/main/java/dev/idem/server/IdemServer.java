@@ -4,6 +4,7 @@ import dev.idem.server.config.ServerSettings;
 import dev.idem.server.http.AdminApi;
 import dev.idem.server.http.HealthCheck;
 import dev.idem.server.http.IdemHandler;
+import dev.idem.server.logging.AccessLog;
 import dev.idem.server.pipeline.Pipeline;
 import java.net.URI;
 import java.util.LinkedHashMap;
@@ -11,6 +12,7 @@ import java.util.Map;
 import org.eclipse.jetty.http.UriCompliance;
 import org.eclipse.jetty.server.HttpConfiguration;
 import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.RequestLog;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.server.handler.GracefulHandler;
@@ -81,6 +83,10 @@ public final class IdemServer implements AutoCloseable {
             new HealthCheck(runtime.stores()),
             runtime.prometheus());
     jetty.setHandler(new GracefulHandler(handler));
+    RequestLog accessLog = AccessLog.fromEnvironment(System::getenv);
+    if (accessLog != null) {
+      jetty.setRequestLog(accessLog);
+    }
     jetty.setStopTimeout(settings.shutdownTimeout().toMillis());
     jetty.setStopAtShutdown(false);
   }
