@@ -72,7 +72,9 @@ public final class IdemLogEncoder extends EncoderBase<ILoggingEvent> {
             "IDEM_LOG_FORMAT='"
                 + format
                 + "' is not a log format; use text (the default) or json. Logging text.";
-        addError(problem);
+        // Said on stderr, and only recorded as INFO status: a WARN or ERROR status makes logback
+        // print its whole status list to stdout, where the stdout sink writes events.
+        addInfo(problem);
         System.err.println("idem: " + problem);
       }
       PatternLayoutEncoder text = new PatternLayoutEncoder();
