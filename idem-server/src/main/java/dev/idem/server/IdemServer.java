@@ -7,6 +7,7 @@ import dev.idem.server.http.HeaderDeadline;
 import dev.idem.server.http.HealthCheck;
 import dev.idem.server.http.IdemHandler;
 import dev.idem.server.http.JsonErrorHandler;
+import dev.idem.server.logging.AccessLog;
 import dev.idem.server.pipeline.Pipeline;
 import java.net.URI;
 import java.util.LinkedHashMap;
@@ -14,6 +15,7 @@ import java.util.Map;
 import org.eclipse.jetty.http.UriCompliance;
 import org.eclipse.jetty.server.HttpConfiguration;
 import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.RequestLog;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.server.handler.GracefulHandler;
@@ -114,6 +116,10 @@ public final class IdemServer implements AutoCloseable {
     this.graceful = new GracefulHandler(headers);
     jetty.setHandler(graceful);
     jetty.setErrorHandler(new JsonErrorHandler());
+    RequestLog accessLog = AccessLog.fromEnvironment(System::getenv);
+    if (accessLog != null) {
+      jetty.setRequestLog(accessLog);
+    }
     jetty.setStopTimeout(settings.shutdownTimeout().toMillis());
     jetty.setStopAtShutdown(false);
   }

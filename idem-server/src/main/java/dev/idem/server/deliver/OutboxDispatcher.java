@@ -2,6 +2,7 @@ package dev.idem.server.deliver;
 
 import dev.idem.IdemConfigException;
 import dev.idem.TimeSource;
+import dev.idem.server.logging.LogFields;
 import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.OutboxStore;
 import java.time.Duration;
@@ -521,7 +522,13 @@ public final class OutboxDispatcher implements AutoCloseable {
           failed.retryable() ? "dead letter: no retries left" : "dead letter: not retryable");
       try {
         outbox.deadLetter(queue, id, reason, now);
-        LOG.warn("outbox queue {}: entry {} moved to the dead letters: {}", queue, id, reason);
+        LogFields.delivery(
+            queue,
+            id,
+            record.key().toHex(),
+            () ->
+                LOG.warn(
+                    "outbox queue {}: entry {} moved to the dead letters: {}", queue, id, reason));
       } catch (RuntimeException e) {
         LOG.warn(
             "outbox queue {}: entry {} failed for good but could not be dead lettered; it will"

@@ -28,8 +28,15 @@ import java.util.function.ToDoubleFunction;
  *       {@code idem_delivery_seconds{pipeline}}: from first attempt to success (histogram);
  *   <li>{@code idem_store_seconds{pipeline,operation}}: store latency of reserve (histogram);
  *   <li>{@code idem_outbox_depth{pipeline}}: entries waiting in the outbox (gauge);
- *   <li>{@code idem_http_requests_total{pipeline,status}}: webhook answers by status.
+ *   <li>{@code idem_http_requests_total{pipeline,status}}: webhook answers by status;
+ *   <li>{@code idem_store_unavailable_total{pipeline}}: events answered "store unavailable"
+ *       (nothing was committed; the sender is told to retry);
+ *   <li>{@code idem_evictions_before_ttl_total{pipeline}}: committed keys evicted (memory store,
+ *       {@code max_keys}) while their window still ran, so a late duplicate of them passes as new.
  * </ul>
+ *
+ * <p>{@code deploy/grafana/idem.json} and {@code deploy/prometheus/alerts.yml} are built over these
+ * names; {@code MonitoringFilesTest} keeps them in step.
  */
 public final class IdemMetrics {
   /** The dedup decisions and settlements counted per pipeline. */
@@ -183,7 +190,11 @@ public final class IdemMetrics {
 
       @Override
       public void onEvicted(Scope scope, DedupKey key, boolean beforeTtl) {
-        of(scope).count(DecisionKind.EVICTED);
+        PipelineMeters m = of(scope);
+        m.count(DecisionKind.EVICTED);
+        if (beforeTtl) {
+          m.evictedBeforeTtl.increment();
+        }
       }
     };
   }
@@ -222,6 +233,8 @@ public final class IdemMetrics {
     private final Counter[] deliveries = new Counter[DeliveryKind.values().length];
     private final Timer deliveryLatency;
     private final Timer reserveLatency;
+    private final Counter storeUnavailable;
+    private final Counter evictedBeforeTtl;
     private final AtomicReferenceArray<Counter> statuses = new AtomicReferenceArray<>(600);
 
     PipelineMeters(MeterRegistry registry, String pipeline) {
@@ -260,6 +273,21 @@ public final class IdemMetrics {
               .minimumExpectedValue(Duration.ofNanos(10_000))
               .maximumExpectedValue(Duration.ofSeconds(10))
               .register(registry);
+      storeUnavailable =
+          Counter.builder("idem_store_unavailable")
+              .description("Events answered store unavailable (nothing committed)")
+              .tag("pipeline", pipeline)
+              .register(registry);
+      evictedBeforeTtl =
+          Counter.builder("idem_evictions_before_ttl")
+              .description("Committed keys evicted by max_keys while their window still ran")
+              .tag("pipeline", pipeline)
+              .register(registry);
+    }
+
+    /** Counts an event answered "store unavailable". */
+    public void storeUnavailable() {
+      storeUnavailable.increment();
     }
 
     /**

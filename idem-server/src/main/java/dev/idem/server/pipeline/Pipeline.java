@@ -17,6 +17,7 @@ import dev.idem.server.config.DeliveryMode;
 import dev.idem.server.config.PipelineSettings;
 import dev.idem.server.deliver.Delivery;
 import dev.idem.server.deliver.DeliveryOutcome;
+import dev.idem.server.logging.LogFields;
 import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.signature.SignatureException;
 import dev.idem.server.signature.SignatureVerifier;
@@ -262,7 +263,12 @@ public final class Pipeline {
       meters.reserveTook(time.monotonicNanos() - started);
     }
     if (LOG.isDebugEnabled()) {
-      LOG.debug("decision pipeline={} key={} decision={}", id, key.toHex(), decisionName(decision));
+      String name = decisionName(decision);
+      LogFields.decision(
+          id,
+          key.toHex(),
+          name,
+          () -> LOG.debug("decision pipeline={} key={} decision={}", id, key.toHex(), name));
     }
     if (decision instanceof Decision.Acquired a) {
       if (leaseRanOut(a.reservation())) {
@@ -530,7 +536,11 @@ public final class Pipeline {
     try {
       r.release();
       if (LOG.isDebugEnabled()) {
-        LOG.debug("released pipeline={} key={} because {}", id, key.toHex(), why);
+        LogFields.decision(
+            id,
+            key.toHex(),
+            "released",
+            () -> LOG.debug("released pipeline={} key={} because {}", id, key.toHex(), why));
       }
     } catch (StoreUnavailableException e) {
       LOG.warn(
@@ -544,7 +554,15 @@ public final class Pipeline {
   }
 
   private Answer storeUnavailable(StoreUnavailableException e, DedupKey key) {
-    LOG.warn("pipeline={} key={} store unavailable: {}", id, key.toHex(), e.getMessage());
+    if (meters != null) {
+      meters.storeUnavailable();
+    }
+    LogFields.decision(
+        id,
+        key.toHex(),
+        "store_unavailable",
+        () ->
+            LOG.warn("pipeline={} key={} store unavailable: {}", id, key.toHex(), e.getMessage()));
     return Answer.error(
         503,
         "store_unavailable",
@@ -675,7 +693,7 @@ public final class Pipeline {
     }
 
     /**
-     * Sets the meters that record store latency.
+     * Sets the meters that record store latency and store outages.
      *
      * @param meters the pipeline's meters, or null for none
      * @return this builder
