@@ -2,6 +2,7 @@ package dev.idem;
 
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxStore;
@@ -10,6 +11,7 @@ import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
 import dev.idem.spi.SettleResult;
 import dev.idem.spi.Ttl;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -346,6 +348,23 @@ public final class Deduplicator {
             + store.describe()
             + " has no outbox; use a store whose capabilities include outbox (memory, RocksDB,"
             + " JDBC) for commitAndEnqueue");
+  }
+
+  /** Returns the configured lease. */
+  Duration lease() {
+    return Duration.ofMillis(leaseMillis);
+  }
+
+  /**
+   * Renews a reservation's lease in the store.
+   *
+   * @return the deadline asked for ({@code now + leaseMillis}), or {@link Long#MIN_VALUE} if the
+   *     store answered STALE
+   */
+  long extendLease(Reservation r, long leaseMillis) {
+    ExtendRequest request =
+        new ExtendRequest(scope, r.key(), r.token(), time.wallMillis(), leaseMillis);
+    return store.extend(request) == SettleResult.APPLIED ? request.leaseUntil() : Long.MIN_VALUE;
   }
 
   Settlement settleRelease(Reservation r) {

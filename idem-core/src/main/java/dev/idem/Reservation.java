@@ -3,8 +3,10 @@ package dev.idem;
 import dev.idem.spi.OutboxMessage;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -16,6 +18,10 @@ import org.jspecify.annotations.Nullable;
  * <p>The handle's fencing token makes a late settlement harmless: if the lease ran out and another
  * worker took the key, {@code commit} and {@code release} change nothing and answer {@link
  * Settlement#LEASE_LOST}.
+ *
+ * <p>A holder whose work may outlast the lease renews it with {@link #extend(Duration)} (e.g. every
+ * third of the lease), so the lease can be short: a crashed holder then blocks the key for at most
+ * one lease, while a live one keeps single flight as long as it keeps renewing.
  *
  * <p>If the store is unavailable, {@code commit}/{@code release} throw {@link
  * StoreUnavailableException} and the reservation stays open, so the call may be retried.
@@ -32,6 +38,9 @@ public final class Reservation {
     }
   }
 
+  private static final Duration ONE_MILLI = Duration.ofMillis(1);
+  private static final Duration MAX_MILLIS = Duration.ofMillis(Long.MAX_VALUE);
+
   private static final int OPEN = 0;
   private static final int SETTLING = 1;
   private static final int DONE = 2;
@@ -39,7 +48,9 @@ public final class Reservation {
   private final Deduplicator owner;
   private final DedupKey key;
   private final long token;
-  private final long leaseUntilMillis;
+
+  // Only ever moves later; written under this object's monitor, read without it.
+  private volatile long leaseUntilMillis;
 
   // Read and written only through STATE: a CAS claims the handle, a release store publishes the
   // settlement (a plain field written before it), an acquire load reads it. No full fence beyond
@@ -89,12 +100,67 @@ public final class Reservation {
   }
 
   /**
-   * Returns when the lease runs out; after that another worker may take the key over.
+   * Returns when the lease runs out, as far as this handle knows (the reservation's lease, moved by
+   * each applied {@link #extend}); after that another worker may take the key over.
    *
    * @return the lease's end
    */
   public Instant leaseUntil() {
     return Instant.ofEpochMilli(leaseUntilMillis);
+  }
+
+  /**
+   * Renews the lease by the deduplicator's configured lease ({@link DedupConfig#lease()}); see
+   * {@link #extend(Duration)}.
+   *
+   * @return true if the lease was renewed, false if it was lost
+   * @throws ReservationSettledException if already settled
+   * @throws StoreUnavailableException if the store did not answer (nothing is known to have
+   *     changed)
+   */
+  public boolean extend() {
+    return extend(owner.lease());
+  }
+
+  /**
+   * Renews the lease, fenced by this handle's token, in one atomic step in the store: if the store
+   * still holds this reservation and its lease has not run out, the lease now runs until {@code now
+   * + lease} (or stays where it was if that is later: a renewal never shortens a lease) and this
+   * returns true. Otherwise (the lease ran out, the key was taken over or forgotten) nothing
+   * changes and this returns false: the work no longer holds the key, and a later {@code commit} or
+   * {@code release} answers {@link Settlement#LEASE_LOST}. A lapsed lease is never renewed, even if
+   * nobody took the key over.
+   *
+   * <p>Does not settle the reservation: commit or release it as usual afterwards. May be called
+   * from another thread than the one doing the work (a renewal timer), any number of times.
+   *
+   * @param lease how long from now the key should stay blocked; at least 1 ms
+   * @return true if the lease was renewed, false if it was lost
+   * @throws IllegalArgumentException if the lease is not at least 1 ms
+   * @throws ReservationSettledException if already settled
+   * @throws StoreUnavailableException if the store did not answer (nothing is known to have
+   *     changed)
+   */
+  public boolean extend(Duration lease) {
+    Objects.requireNonNull(lease, "lease");
+    if (lease.compareTo(ONE_MILLI) < 0) {
+      throw new IllegalArgumentException(
+          "an extend's lease must be at least 1ms, got " + lease + " (key " + key.toHex() + ")");
+    }
+    if ((int) STATE.getAcquire(this) == DONE) {
+      throw new ReservationSettledException(scope(), key, settlement);
+    }
+    long millis = lease.compareTo(MAX_MILLIS) > 0 ? Long.MAX_VALUE : lease.toMillis();
+    long until = owner.extendLease(this, millis);
+    if (until == Long.MIN_VALUE) {
+      return false;
+    }
+    synchronized (this) {
+      if (until > leaseUntilMillis) {
+        leaseUntilMillis = until;
+      }
+    }
+    return true;
   }
 
   /**

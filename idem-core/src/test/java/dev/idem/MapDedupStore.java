@@ -4,6 +4,7 @@ import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStateMachine.Transition;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
@@ -40,6 +41,15 @@ class MapDedupStore implements DedupStore {
     calls.add("commit");
     Slot s = new Slot(c.scope(), c.key());
     Transition<SettleResult> t = DedupStateMachine.commit(entries.get(s), c);
+    write(s, t);
+    return t.answer();
+  }
+
+  @Override
+  public synchronized SettleResult extend(ExtendRequest r) {
+    calls.add("extend");
+    Slot s = new Slot(r.scope(), r.key());
+    Transition<SettleResult> t = DedupStateMachine.extend(entries.get(s), r);
     write(s, t);
     return t.answer();
   }

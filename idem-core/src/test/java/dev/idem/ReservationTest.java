@@ -101,6 +101,69 @@ class ReservationTest {
   }
 
   @Test
+  void extendKeepsTheKeyPastTheOldDeadlineAndMovesLeaseUntil() {
+    // given a holder 20 s into its 30 s lease
+    long t0 = time.wallMillis();
+    Reservation r = acquire();
+    time.advance(Duration.ofSeconds(20));
+
+    // when it renews for the configured lease
+    boolean renewed = r.extend();
+
+    // then the old deadline passes without freeing the key, and the holder still commits
+    assertThat(renewed).isTrue();
+    assertThat(r.leaseUntil()).isEqualTo(Instant.ofEpochMilli(t0 + 50_000));
+    time.advance(Duration.ofSeconds(15));
+    assertThat(dedup.reserve(KEY)).isInstanceOf(Decision.InFlight.class);
+    assertThat(r.commit()).isEqualTo(Settlement.COMMITTED);
+  }
+
+  @Test
+  void extendNeverMovesLeaseUntilEarlier() {
+    long t0 = time.wallMillis();
+    Reservation r = acquire();
+
+    assertThat(r.extend(Duration.ofSeconds(1))).isTrue();
+
+    assertThat(r.leaseUntil()).isEqualTo(Instant.ofEpochMilli(t0 + 30_000));
+    assertThat(((KeyState.InFlight) dedup.inspect(KEY)).leaseUntilMillis()).isEqualTo(t0 + 30_000);
+  }
+
+  @Test
+  void extendAfterTheLeaseRanOutIsFalseAndTheKeyStaysFreeForAResend() {
+    Reservation r = acquire();
+    time.advance(Duration.ofSeconds(30));
+
+    assertThat(r.extend(Duration.ofMinutes(5))).isFalse();
+
+    assertThat(dedup.inspect(KEY)).isEqualTo(KeyState.ABSENT);
+    assertThat(r.settlement()).isNull();
+    assertThat(r.commit()).isEqualTo(Settlement.LEASE_LOST);
+  }
+
+  @Test
+  void extendOfASettledReservationThrowsAndNamesTheKey() {
+    Reservation r = acquire();
+    r.commit();
+
+    assertThatThrownBy(() -> r.extend(Duration.ofSeconds(30)))
+        .isInstanceOf(ReservationSettledException.class)
+        .hasMessageContaining(KEY.toHex())
+        .hasMessageContaining("COMMITTED");
+  }
+
+  @Test
+  void extendByLessThanAMillisecondIsRejectedWithWhatToDo() {
+    Reservation r = acquire();
+
+    assertThatThrownBy(() -> r.extend(Duration.ZERO))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("at least 1ms")
+        .hasMessageContaining(KEY.toHex());
+    assertThat(r.extend(Duration.ofSeconds(40))).isTrue();
+  }
+
+  @Test
   void staysOpenWhenTheStoreIsUnavailableSoTheCommitCanBeRetried() {
     // given
     Reservation r = acquire();

@@ -12,6 +12,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <pre>
  * ABSENT    --reserve-->                   IN_FLIGHT(token, lease, fingerprint)
+ * IN_FLIGHT --extend(token)-->             IN_FLIGHT(token, later lease, fingerprint)
  * IN_FLIGHT --commit(token)-->             COMMITTED(expiry, fingerprint, result)
  * IN_FLIGHT --release(token) | lease ends--> ABSENT
  * COMMITTED --ttl passes | evicted | forget--> ABSENT
@@ -19,9 +20,10 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Rules beyond the diagram: an entry whose deadline has passed reads as absent; a duplicate hit
  * with a sliding TTL restarts the window; a committed key whose stored fingerprint differs from a
- * non-null request fingerprint is a conflict (a null on either side is a plain duplicate); commit
- * and release need the holding token and a running lease; a repeated commit with the token that
- * committed is applied without change.
+ * non-null request fingerprint is a conflict (a null on either side is a plain duplicate); commit,
+ * release and extend need the holding token and a running lease; an extend moves the lease deadline
+ * to the later of the current one and {@code now + lease} (never earlier); a repeated commit with
+ * the token that committed is applied without change.
  */
 public final class DedupStateMachine {
   private DedupStateMachine() {}
@@ -134,6 +136,39 @@ public final class DedupStateMachine {
       return new Transition<>(current, SettleResult.STALE, false);
     }
     return new Transition<>(null, SettleResult.APPLIED, true);
+  }
+
+  /**
+   * Decides an extend (a lease renewal): applied if the entry is in flight under the request's
+   * token and its lease runs at the request's time; the deadline becomes the later of the current
+   * one and the requested one, so a renewal never shortens a lease. Everything else (absent,
+   * committed, another token, a lapsed lease) is stale and changes nothing: a holder whose lease
+   * ran out must not resurrect its claim, even if nobody took the key over.
+   *
+   * @param current the stored entry, or null if none
+   * @param e the request
+   * @return the new entry and the result
+   */
+  public static Transition<SettleResult> extend(@Nullable StoredEntry current, ExtendRequest e) {
+    if (current == null
+        || current.state() != State.IN_FLIGHT
+        || current.token() != e.token()
+        || current.isDeadAt(e.nowMillis())) {
+      return new Transition<>(current, SettleResult.STALE, false);
+    }
+    long until = e.leaseUntil();
+    if (until <= current.deadlineMillis()) {
+      return new Transition<>(current, SettleResult.APPLIED, false);
+    }
+    StoredEntry next =
+        new StoredEntry(
+            State.IN_FLIGHT,
+            current.token(),
+            current.sinceMillis(),
+            until,
+            current.fingerprint(),
+            current.result());
+    return new Transition<>(next, SettleResult.APPLIED, true);
   }
 
   /**

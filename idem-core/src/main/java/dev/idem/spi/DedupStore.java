@@ -51,6 +51,19 @@ public interface DedupStore extends AutoCloseable {
   SettleResult release(ReleaseRequest request);
 
   /**
+   * Renews a reservation's lease if {@code token} still holds it, as {@link
+   * DedupStateMachine#extend} defines: the key must be in flight under the token with its lease
+   * running at {@code nowMillis}; the deadline becomes the later of the current one and {@code
+   * nowMillis + leaseMillis}. A lapsed, taken-over, released or committed reservation answers
+   * {@link SettleResult#STALE} and nothing changes.
+   *
+   * @param request what to extend
+   * @return {@link SettleResult#APPLIED} or {@link SettleResult#STALE}
+   * @throws StoreUnavailableException if the store did not answer
+   */
+  SettleResult extend(ExtendRequest request);
+
+  /**
    * Returns a key's state at {@code nowMillis} without changing it (a sliding TTL is not
    * refreshed). Expired entries read as absent.
    *
@@ -118,6 +131,20 @@ public interface DedupStore extends AutoCloseable {
     List<SettleResult> out = new ArrayList<>(requests.size());
     for (ReleaseRequest r : requests) {
       out.add(release(r));
+    }
+    return out;
+  }
+
+  /**
+   * Extends many reservations, each atomically. The default calls {@link #extend} in a loop.
+   *
+   * @param requests the extensions
+   * @return one result per request, in order
+   */
+  default List<SettleResult> extendAll(List<ExtendRequest> requests) {
+    List<SettleResult> out = new ArrayList<>(requests.size());
+    for (ExtendRequest r : requests) {
+      out.add(extend(r));
     }
     return out;
   }

@@ -351,6 +351,85 @@ class DedupStateMachineTest {
   }
 
   @Nested
+  class Extend {
+    private ExtendRequest extend(long token, long now, long lease) {
+      return new ExtendRequest(SCOPE, KEY, token, now, lease);
+    }
+
+    @Test
+    void theHolderMovesTheLeaseToNowPlusTheLeaseAndKeepsEverythingElse() {
+      StoredEntry current = inFlight(T0, FP_A);
+
+      Transition<SettleResult> t =
+          DedupStateMachine.extend(current, extend(HOLDER, T0 + 20_000, LEASE));
+
+      assertThat(t.answer()).isEqualTo(SettleResult.APPLIED);
+      assertThat(t.changed()).isTrue();
+      assertThat(t.next())
+          .isEqualTo(new StoredEntry(State.IN_FLIGHT, HOLDER, T0, T0 + 20_000 + LEASE, FP_A, null));
+    }
+
+    @Test
+    void aShorterLeaseThanWhatIsLeftIsAppliedWithoutChange() {
+      StoredEntry current = inFlight(T0, null);
+
+      Transition<SettleResult> t = DedupStateMachine.extend(current, extend(HOLDER, T0 + 1, 1_000));
+
+      assertThat(t.answer()).isEqualTo(SettleResult.APPLIED);
+      assertThat(t.changed()).isFalse();
+      assertThat(t.next()).isSameAs(current);
+    }
+
+    @Test
+    void anAbsentKeyIsStale() {
+      Transition<SettleResult> t = DedupStateMachine.extend(null, extend(HOLDER, T0, LEASE));
+
+      assertThat(t.answer()).isEqualTo(SettleResult.STALE);
+      assertThat(t.changed()).isFalse();
+      assertThat(t.next()).isNull();
+    }
+
+    @Test
+    void aCommittedKeyIsStaleEvenForTheCommittingToken() {
+      StoredEntry current = committed(T0, T0 + 600_000, null);
+
+      Transition<SettleResult> t =
+          DedupStateMachine.extend(current, extend(HOLDER, T0 + 1, 10 * 600_000));
+
+      assertThat(t.answer()).isEqualTo(SettleResult.STALE);
+      assertThat(t.next()).isSameAs(current);
+    }
+
+    @Test
+    void anotherTokenIsStale() {
+      StoredEntry current = inFlight(T0, null);
+
+      Transition<SettleResult> t =
+          DedupStateMachine.extend(current, extend(HOLDER + 1, T0 + 1, LEASE));
+
+      assertThat(t.answer()).isEqualTo(SettleResult.STALE);
+      assertThat(t.next()).isSameAs(current);
+    }
+
+    @Test
+    void theHolderCannotRenewFromTheLeasesEndOn() {
+      StoredEntry current = inFlight(T0, null);
+
+      assertThat(DedupStateMachine.extend(current, extend(HOLDER, T0 + LEASE - 1, LEASE)).answer())
+          .isEqualTo(SettleResult.APPLIED);
+      Transition<SettleResult> lapsed =
+          DedupStateMachine.extend(current, extend(HOLDER, T0 + LEASE, LEASE));
+      assertThat(lapsed.answer()).isEqualTo(SettleResult.STALE);
+      assertThat(lapsed.changed()).isFalse();
+    }
+
+    @Test
+    void theRequestedDeadlineSaturatesInsteadOfOverflowing() {
+      assertThat(extend(HOLDER, Long.MAX_VALUE - 5, 10).leaseUntil()).isEqualTo(Long.MAX_VALUE);
+    }
+  }
+
+  @Nested
   class Inspect {
     @Test
     void noEntryIsAbsent() {

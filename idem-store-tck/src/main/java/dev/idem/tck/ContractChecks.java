@@ -9,6 +9,7 @@ import dev.idem.ManualTimeSource;
 import dev.idem.Scope;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
@@ -146,6 +147,14 @@ abstract class ContractChecks {
 
   SettleResult release(DedupKey key, long token) {
     return store().release(releaseRequest(key, token));
+  }
+
+  ExtendRequest extendRequest(DedupKey key, long token, long leaseMillis) {
+    return new ExtendRequest(scope(), key, token, now(), leaseMillis);
+  }
+
+  SettleResult extend(DedupKey key, long token, long leaseMillis) {
+    return store().extend(extendRequest(key, token, leaseMillis));
   }
 
   KeyState inspect(DedupKey key) {

@@ -34,13 +34,14 @@ import org.junit.jupiter.api.Nested;
  * }</pre>
  *
  * <p>What it checks, in nested groups: the lifecycle of DESIGN §3 with every answer's fields
- * ({@code Lifecycle}); fencing by tokens ({@code Fencing}); leases and TTLs on a manual clock
- * ({@code LeasesAndTtls}); result replay and conflicts ({@code Replay}); scope isolation and {@code
- * clear} ({@code Scopes}); the batch forms ({@code Batches}); concurrency storms ({@code
- * Concurrency}); a seeded randomized comparison with {@link DedupStateMachine} ({@code
- * RandomizedModel}); LRU bounds ({@code BoundedKeys}); restarts ({@code Durability}); {@code
- * sweepExpired} ({@code Sweeping}); the {@link OutboxStore} ({@code Outbox}); the {@code
- * Deduplicator} facade on the store ({@code Facade}); and the basics ({@code Misuse}).
+ * ({@code Lifecycle}); fencing by tokens ({@code Fencing}); lease renewal by a fenced extend
+ * ({@code Extend}); leases and TTLs on a manual clock ({@code LeasesAndTtls}); result replay and
+ * conflicts ({@code Replay}); scope isolation and {@code clear} ({@code Scopes}); the batch forms
+ * ({@code Batches}); concurrency storms ({@code Concurrency}); a seeded randomized comparison with
+ * {@link DedupStateMachine} ({@code RandomizedModel}); LRU bounds ({@code BoundedKeys}); restarts
+ * ({@code Durability}); {@code sweepExpired} ({@code Sweeping}); the {@link OutboxStore} ({@code
+ * Outbox}); the {@code Deduplicator} facade on the store ({@code Facade}); and the basics ({@code
+ * Misuse}).
  *
  * <p>How the suite runs, so that a store on a shared server passes it:
  *
@@ -131,6 +132,14 @@ public abstract class DedupStoreContract {
   @Nested
   class Fencing extends FencingChecks {
     Fencing() {
+      super(fixture);
+    }
+  }
+
+  /** Lease renewal: a fenced extend keeps single flight, and a lapsed holder cannot renew. */
+  @Nested
+  class Extend extends ExtendChecks {
+    Extend() {
       super(fixture);
     }
   }

@@ -252,4 +252,44 @@ abstract class FacadeChecks extends ContractChecks {
     assertState(dedup.inspect(a), KeyState.ABSENT);
     assertState(dedup.inspect(b), KeyState.ABSENT);
   }
+
+  @Test
+  void aReservationThatRenewsItsLeaseKeepsSingleFlightAndCommits() {
+    // given a holder halfway through its lease
+    Deduplicator dedup = dedup();
+    DedupKey key = newKey();
+    long t0 = now();
+    Reservation holder = ((Decision.Acquired) dedup.reserve(key)).reservation();
+    advance(LEASE / 2);
+
+    // when it renews
+    boolean renewed = holder.extend();
+
+    // then a resend after the old deadline is still in flight, and the holder commits
+    assertThat(renewed).as("extend by the holder").isTrue();
+    assertThat(holder.leaseUntil().toEpochMilli()).isEqualTo(t0 + LEASE / 2 + LEASE);
+    advanceTo(t0 + LEASE);
+    assertThat(dedup.reserve(key)).isInstanceOf(Decision.InFlight.class);
+    assertThat(holder.commit()).isEqualTo(Settlement.COMMITTED);
+    assertThat(dedup.reserve(key)).isInstanceOf(Decision.Duplicate.class);
+  }
+
+  @Test
+  void aReservationWhoseLeaseRanOutCannotRenewIt() {
+    // given a holder that stalled past its lease, and a resend that took the key over
+    Deduplicator dedup = dedup();
+    DedupKey key = newKey();
+    Reservation slow = ((Decision.Acquired) dedup.reserve(key)).reservation();
+    advance(LEASE);
+    Reservation next = ((Decision.Acquired) dedup.reserve(key)).reservation();
+
+    // when the slow holder tries to renew
+    boolean renewed = slow.extend(Duration.ofMillis(10 * LEASE));
+
+    // then it is refused, the new holder keeps its own lease, and the slow one's commit is fenced
+    assertThat(renewed).as("extend by the taken-over holder").isFalse();
+    assertState(dedup.inspect(key), inFlightState(now(), now() + LEASE, null));
+    assertThat(slow.commit()).isEqualTo(Settlement.LEASE_LOST);
+    assertThat(next.commit()).isEqualTo(Settlement.COMMITTED);
+  }
 }

@@ -8,6 +8,7 @@ import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStateMachine.Transition;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
@@ -25,10 +26,11 @@ import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
 /**
- * A seeded randomized model test: random sequences of every operation, single and batched, with
- * random clock steps (many of them onto or next to a lease end or a key's expiry) on a small key
- * space in two scopes, each answer compared with {@link DedupStateMachine} over a map. On failure
- * the seed and the last operations are printed; {@code -Didem.tck.seed=<seed>} replays the run.
+ * A seeded randomized model test: random sequences of every operation (extend included), single and
+ * batched, with random clock steps (many of them onto or next to a lease end or a key's expiry) on
+ * a small key space in two scopes, each answer compared with {@link DedupStateMachine} over a map.
+ * On failure the seed and the last operations are printed; {@code -Didem.tck.seed=<seed>} replays
+ * the run.
  *
  * <p>One freedom is allowed, because a store may remove a dead entry at any moment (a background
  * sweeper, native expiry): where the model still holds a dead entry, {@code forget} may answer
@@ -70,6 +72,9 @@ abstract class ModelChecks extends ContractChecks {
             "commit STALE",
             "release APPLIED",
             "release STALE",
+            "extend APPLIED changed",
+            "extend APPLIED unchanged",
+            "extend STALE",
             "inspect Absent",
             "inspect InFlight",
             "inspect Committed",
@@ -151,8 +156,10 @@ abstract class ModelChecks extends ContractChecks {
         commit();
       } else if (dice < 60) {
         release();
-      } else if (dice < 70) {
+      } else if (dice < 66) {
         inspect();
+      } else if (dice < 70) {
+        extend();
       } else if (dice < 74) {
         forget();
       } else if (dice < 76) {
@@ -203,7 +210,10 @@ abstract class ModelChecks extends ContractChecks {
       check(r, store.reserve(r));
     }
 
-    /** What a worker does: reserve, and if acquired, commit (or, on failure, release). */
+    /**
+     * What a worker does: reserve, and if acquired, sometimes work a while and renew its lease,
+     * then commit (or, on failure, release).
+     */
     private void process() {
       ReserveRequest r = reserveRequest(randomSlot());
       note("process: reserve " + describe(r));
@@ -211,6 +221,15 @@ abstract class ModelChecks extends ContractChecks {
       check(r, answer);
       if (!(answer instanceof ReserveResult.Acquired)) {
         return;
+      }
+      if (random.nextInt(3) == 0) {
+        long worked = random.nextLong(1, 45_000);
+        advance(worked);
+        ExtendRequest e =
+            new ExtendRequest(
+                r.scope(), r.key(), r.token(), now(), 30_000L * (1 + random.nextInt(3)));
+        note("process: after " + worked + " ms, extend " + describe(e));
+        check(e, store.extend(e));
       }
       if (random.nextInt(5) > 0) {
         CommitRequest c =
@@ -276,6 +295,12 @@ abstract class ModelChecks extends ContractChecks {
       for (int i = 0; i < n; i++) {
         check(requests.get(i), answers.get(i));
       }
+    }
+
+    private void extend() {
+      ExtendRequest e = extendRequest(randomSlot());
+      note("extend " + describe(e));
+      check(e, store.extend(e));
     }
 
     private void inspect() {
@@ -371,6 +396,12 @@ abstract class ModelChecks extends ContractChecks {
 
     private ReleaseRequest releaseRequest(Slot s) {
       return new ReleaseRequest(scopes.get(s.scope()), keys.get(s.key()), randomToken(s), now());
+    }
+
+    private ExtendRequest extendRequest(Slot s) {
+      long lease = 30_000L * (1 + random.nextInt(3));
+      return new ExtendRequest(
+          scopes.get(s.scope()), keys.get(s.key()), randomToken(s), now(), lease);
     }
 
     /** Mostly the token that holds the slot, sometimes an older one or one never issued. */
@@ -494,6 +525,29 @@ abstract class ModelChecks extends ContractChecks {
               + actual);
     }
 
+    private void check(ExtendRequest e, SettleResult actual) {
+      Slot s = slotOf(e.scope(), e.key());
+      Transition<SettleResult> t = DedupStateMachine.extend(model.get(s), e);
+      apply(s, t);
+      explored(
+          "extend "
+              + t.answer()
+              + (t.answer() == SettleResult.APPLIED
+                  ? (t.changed() ? " changed" : " unchanged")
+                  : ""));
+      note("  " + s + " -> " + actual);
+      expect(
+          actual == t.answer(),
+          "extend of "
+              + s
+              + " with token "
+              + e.token()
+              + ": expected "
+              + t.answer()
+              + ", got "
+              + actual);
+    }
+
     private void apply(Slot s, Transition<?> t) {
       if (!t.changed()) {
         return;
@@ -553,6 +607,10 @@ abstract class ModelChecks extends ContractChecks {
 
     private String describe(ReleaseRequest r) {
       return slotOf(r.scope(), r.key()) + " token=" + r.token();
+    }
+
+    private String describe(ExtendRequest e) {
+      return slotOf(e.scope(), e.key()) + " token=" + e.token() + " lease=" + e.leaseMillis();
     }
 
     private String describe(StoredEntry e) {

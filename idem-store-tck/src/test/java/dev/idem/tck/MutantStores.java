@@ -5,6 +5,7 @@ import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStateMachine.Transition;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
@@ -67,6 +68,32 @@ final class MutantStores {
   static final class ReleaseIgnoresTokenContract extends MutantContract {
     ReleaseIgnoresTokenContract() {
       super(ReleaseIgnoresToken::new);
+    }
+  }
+
+  // ---- extend ignores the token (a lease renewal that checks only "is it in flight") ----
+
+  static final class ExtendIgnoresToken extends ReferenceStore {
+    ExtendIgnoresToken(Storage storage) {
+      super(storage, Integer.MAX_VALUE, ReferenceStore.all());
+    }
+
+    @Override
+    Transition<SettleResult> decideExtend(@Nullable StoredEntry current, ExtendRequest e) {
+      if (current != null
+          && current.state() == State.IN_FLIGHT
+          && !current.isDeadAt(e.nowMillis())) {
+        ExtendRequest asHolder =
+            new ExtendRequest(e.scope(), e.key(), current.token(), e.nowMillis(), e.leaseMillis());
+        return DedupStateMachine.extend(current, asHolder);
+      }
+      return DedupStateMachine.extend(current, e);
+    }
+  }
+
+  static final class ExtendIgnoresTokenContract extends MutantContract {
+    ExtendIgnoresTokenContract() {
+      super(ExtendIgnoresToken::new);
     }
   }
 

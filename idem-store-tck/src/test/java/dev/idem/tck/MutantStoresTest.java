@@ -8,6 +8,7 @@ import dev.idem.tck.MutantStores.ClearWipesEveryScopeContract;
 import dev.idem.tck.MutantStores.CommitIgnoresLeaseContract;
 import dev.idem.tck.MutantStores.EagerSweeperContract;
 import dev.idem.tck.MutantStores.EnqueuesOnStaleCommitContract;
+import dev.idem.tck.MutantStores.ExtendIgnoresTokenContract;
 import dev.idem.tck.MutantStores.FifoEvictionContract;
 import dev.idem.tck.MutantStores.ForgetsReservationsOnReopenContract;
 import dev.idem.tck.MutantStores.LosesEmptyResultContract;
@@ -51,6 +52,14 @@ class MutantStoresTest {
             ReleaseIgnoresTokenContract.class,
             DedupStoreContract.Fencing.class,
             "releaseWithAnotherTokenIsStaleAndChangesNothing"),
+        Arguments.of(
+            ExtendIgnoresTokenContract.class,
+            DedupStoreContract.Extend.class,
+            "extendWithAnotherTokenIsStaleAndChangesNothing"),
+        Arguments.of(
+            ExtendIgnoresTokenContract.class,
+            DedupStoreContract.Extend.class,
+            "afterATakeoverTheOldTokenCannotExtend"),
         Arguments.of(
             CommitIgnoresLeaseContract.class,
             DedupStoreContract.Fencing.class,
@@ -142,6 +151,7 @@ class MutantStoresTest {
   static Stream<Arguments> mutantsTheModelFinds() {
     return Stream.of(
         Arguments.of(ReleaseIgnoresTokenContract.class),
+        Arguments.of(ExtendIgnoresTokenContract.class),
         Arguments.of(CommitIgnoresLeaseContract.class),
         Arguments.of(NoSlidingRefreshContract.class),
         Arguments.of(LosesEmptyResultContract.class),

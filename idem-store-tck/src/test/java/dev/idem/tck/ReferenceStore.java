@@ -7,6 +7,7 @@ import dev.idem.spi.DeadLetter;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStateMachine.Transition;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
@@ -122,6 +123,22 @@ class ReferenceStore implements DedupStore, OutboxStore {
   /** The release decision (mutants change it). */
   Transition<SettleResult> decideRelease(@Nullable StoredEntry current, ReleaseRequest r) {
     return DedupStateMachine.release(current, r);
+  }
+
+  @Override
+  public SettleResult extend(ExtendRequest e) {
+    synchronized (storage) {
+      Transition<SettleResult> t = decideExtend(scope(e.scope()).get(e.key()), e);
+      if (t.changed()) {
+        put(e.scope(), e.key(), t.next());
+      }
+      return t.answer();
+    }
+  }
+
+  /** The extend decision (mutants change it). */
+  Transition<SettleResult> decideExtend(@Nullable StoredEntry current, ExtendRequest e) {
+    return DedupStateMachine.extend(current, e);
   }
 
   @Override

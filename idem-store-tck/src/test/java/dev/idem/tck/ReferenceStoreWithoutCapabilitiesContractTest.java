@@ -5,6 +5,7 @@ import dev.idem.Scope;
 import dev.idem.TimeSource;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
@@ -41,6 +42,11 @@ class ReferenceStoreWithoutCapabilitiesContractTest extends DedupStoreContract {
     @Override
     public SettleResult commit(CommitRequest request) {
       return delegate.commit(request);
+    }
+
+    @Override
+    public SettleResult extend(ExtendRequest request) {
+      return delegate.extend(request);
     }
 
     @Override

@@ -9,6 +9,7 @@ import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
@@ -309,6 +310,32 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
       synchronized (seg) {
         if (!seg.retired) {
           return seg.release(h, w0, w1, w2, w3, request.token(), request.nowMillis());
+        }
+      }
+      seg = segmentAgain(scope, h);
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * @throws IllegalStateException if the store is closed
+   */
+  @Override
+  public SettleResult extend(ExtendRequest request) {
+    DedupKey key = request.key();
+    long w0 = key.word(0);
+    long w1 = key.word(1);
+    long w2 = key.word(2);
+    long w3 = key.word(3);
+    long h = Segment.hash(w0, w1, w2, w3);
+    Scope scope = request.scope();
+    Segment seg = segment(scope, h);
+    while (true) {
+      synchronized (seg) {
+        if (!seg.retired) {
+          return seg.extend(
+              h, w0, w1, w2, w3, request.token(), request.nowMillis(), request.leaseUntil());
         }
       }
       seg = segmentAgain(scope, h);

@@ -316,6 +316,30 @@ final class Segment {
     return SettleResult.APPLIED;
   }
 
+  /**
+   * Applies an extend: the lease of an in-flight entry held by {@code token} and running at {@code
+   * now} moves to {@code leaseUntil} if that is later. The entry goes to the in-flight list's tail,
+   * which keeps that list close to deadline order for {@link #makeRoom}; the floor stays a lower
+   * bound because a deadline only grows.
+   */
+  SettleResult extend(
+      long h, long w0, long w1, long w2, long w3, long token, long now, long leaseUntil) {
+    int s = find(h, w0, w1, w2, w3);
+    if (s == 0 || isCommitted(s)) {
+      return SettleResult.STALE;
+    }
+    long[] l = longPages[s >>> PAGE_SHIFT];
+    int b = (s & PAGE_MASK) * LONGS;
+    if (l[b + TOKEN] != token || now >= l[b + DEADLINE]) {
+      return SettleResult.STALE;
+    }
+    if (leaseUntil > l[b + DEADLINE]) {
+      l[b + DEADLINE] = leaseUntil;
+      moveToTail(s, IN_FLIGHT);
+    }
+    return SettleResult.APPLIED;
+  }
+
   KeyState inspect(long h, long w0, long w1, long w2, long w3, long now) {
     int s = find(h, w0, w1, w2, w3);
     if (s == 0) {

@@ -9,6 +9,7 @@ import dev.idem.Fingerprint;
 import dev.idem.Scope;
 import dev.idem.StoreException;
 import dev.idem.spi.CommitRequest;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.ReleaseRequest;
@@ -226,6 +227,14 @@ class MemoryDedupStoreModelTest {
           result[0] ^= 0x55; // the store must have kept its own copy
         }
         assertSame(what + " commit", expected, actual);
+      } else if (kind < releaseShare && phase != 2 && rnd.nextInt(3) == 0) {
+        ExtendRequest e = new ExtendRequest(scope, key, token, now, 1 + rnd.nextInt(30));
+        Object expected = outcome(() -> ref.extend(e));
+        Object actual =
+            rnd.nextBoolean()
+                ? outcome(() -> store.extend(e))
+                : outcome(() -> store.extendAll(List.of(e)).get(0));
+        assertSame(what + " extend", expected, actual);
       } else if (kind < releaseShare) {
         ReleaseRequest r = new ReleaseRequest(scope, key, token, now);
         Object expected = outcome(() -> ref.release(r));

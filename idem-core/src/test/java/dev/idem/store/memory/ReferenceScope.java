@@ -5,6 +5,7 @@ import dev.idem.StoreException;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStateMachine.Transition;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
@@ -79,6 +80,17 @@ final class ReferenceScope {
     Transition<SettleResult> t = DedupStateMachine.release(entries.get(k), r);
     if (t.changed()) {
       remove(k);
+    }
+    return t.answer();
+  }
+
+  SettleResult extend(ExtendRequest e) {
+    DedupKey k = e.key();
+    Transition<SettleResult> t = DedupStateMachine.extend(entries.get(k), e);
+    if (t.changed()) {
+      entries.put(k, t.next());
+      reservations.remove(k); // a renewed reservation goes to the end of the in-flight order
+      reservations.put(k, Boolean.TRUE);
     }
     return t.answer();
   }

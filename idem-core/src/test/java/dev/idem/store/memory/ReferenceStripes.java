@@ -2,6 +2,7 @@ package dev.idem.store.memory;
 
 import dev.idem.DedupKey;
 import dev.idem.spi.CommitRequest;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
@@ -62,6 +63,10 @@ final class ReferenceStripes {
 
   SettleResult release(ReleaseRequest r) {
     return of(r.key()).release(r);
+  }
+
+  SettleResult extend(ExtendRequest e) {
+    return of(e.key()).extend(e);
   }
 
   KeyState inspect(DedupKey k, long now) {

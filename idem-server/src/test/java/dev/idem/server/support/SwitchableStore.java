@@ -6,6 +6,7 @@ import dev.idem.StoreUnavailableException;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
@@ -62,6 +63,12 @@ public final class SwitchableStore implements DedupStore, OutboxStore {
   public SettleResult commit(CommitRequest request) {
     check();
     return store.commit(request);
+  }
+
+  @Override
+  public SettleResult extend(ExtendRequest request) {
+    check();
+    return store.extend(request);
   }
 
   @Override

@@ -15,6 +15,7 @@ import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
@@ -559,6 +560,42 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
           try (PreparedStatement ps = c.prepareStatement(sql.release)) {
             bindRelease(ps, request);
             return ps.executeUpdate() == 1 ? SettleResult.APPLIED : SettleResult.STALE;
+          }
+        });
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>One {@code UPDATE ... SET deadline_ms = GREATEST(deadline_ms, until) WHERE scope, key,
+   * token, state = in flight, deadline_ms > now}. Only when it reports no row, a read tells an
+   * extend that matched but changed nothing (MariaDB with {@code useAffectedRows} counts changed
+   * rows only) from a stale one.
+   */
+  @Override
+  public SettleResult extend(ExtendRequest request) {
+    ensureOpen();
+    return exec.write(
+        "extend",
+        c -> {
+          try (PreparedStatement ps = c.prepareStatement(sql.extend)) {
+            ps.setLong(1, request.leaseUntil());
+            ps.setString(2, request.scope().toString());
+            ps.setBytes(3, request.key().toBytes());
+            ps.setLong(4, request.token());
+            ps.setLong(5, request.nowMillis());
+            if (ps.executeUpdate() == 1) {
+              return SettleResult.APPLIED;
+            }
+          }
+          try (PreparedStatement ps = c.prepareStatement(sql.heldWith)) {
+            ps.setString(1, request.scope().toString());
+            ps.setBytes(2, request.key().toBytes());
+            ps.setLong(3, request.token());
+            ps.setLong(4, request.nowMillis());
+            try (ResultSet rs = ps.executeQuery()) {
+              return rs.next() ? SettleResult.APPLIED : SettleResult.STALE;
+            }
           }
         });
   }

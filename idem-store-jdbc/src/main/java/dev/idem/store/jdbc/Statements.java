@@ -74,6 +74,20 @@ final class Statements {
   /** Releases: deletes an in-flight entry held by the token. Parameters: scope, key, token, now. */
   final String release;
 
+  /**
+   * Extends a lease: moves an in-flight entry held by the token, whose lease runs, to the later of
+   * its deadline and the requested one. Parameters: lease until, scope, key, token, now. Update
+   * count 1 = applied (0 may also mean "matched but unchanged" where a driver counts changed rows:
+   * see {@link #heldWith}).
+   */
+  final String extend;
+
+  /**
+   * Whether a key is in flight under a token with its lease running. Parameters: scope, key, token,
+   * now.
+   */
+  final String heldWith;
+
   /** Forgets one key. Parameters: scope, key. */
   final String forget;
 
@@ -209,6 +223,17 @@ final class Statements {
             + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 2 AND deadline_ms > ?";
     release =
         "DELETE FROM "
+            + keys
+            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 1 AND deadline_ms > ?";
+    // GREATEST is the same in PostgreSQL, MariaDB and H2; the only column the SET reads is the one
+    // it writes, so MariaDB's left-to-right assignment order is harmless here too.
+    extend =
+        "UPDATE "
+            + keys
+            + " SET deadline_ms = GREATEST(deadline_ms, ?)"
+            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 1 AND deadline_ms > ?";
+    heldWith =
+        "SELECT 1 FROM "
             + keys
             + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 1 AND deadline_ms > ?";
     forget = "DELETE FROM " + keys + " WHERE scope = ? AND dedup_key = ?";

@@ -135,8 +135,36 @@ final class LuaScripts {
               return 1
               """);
 
+  /**
+   * Extend (renew a lease). ARGV: 1 now, 2 the token (8 bytes), 3 the requested deadline (8 bytes),
+   * 4 its PX (empty: no expiry). Returns 1 (the key is in flight under the token with a running
+   * lease, which now runs until the later of its deadline and the requested one) or 0 (stale).
+   */
+  static final Script EXTEND =
+      new Script(
+          "extend",
+          PREAMBLE
+              + """
+              if not v or string.byte(v, 2) ~= 73 or string.sub(v, 3, 10) ~= ARGV[2] then
+                return 0
+              end
+              local deadline = struct.unpack('>i8', v, 19)
+              if now >= deadline then
+                return 0
+              end
+              if struct.unpack('>i8', ARGV[3], 1) > deadline then
+                redis.call('SETRANGE', KEYS[1], 18, ARGV[3])
+                if ARGV[4] == '' then
+                  redis.call('PERSIST', KEYS[1])
+                else
+                  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+                end
+              end
+              return 1
+              """);
+
   /** Every script, in a fixed order. */
-  static final List<Script> ALL = List.of(RESERVE, COMMIT, RELEASE);
+  static final List<Script> ALL = List.of(RESERVE, COMMIT, RELEASE, EXTEND);
 
   /**
    * One script: its text and the SHA-1 digest that {@code EVALSHA} names it by.

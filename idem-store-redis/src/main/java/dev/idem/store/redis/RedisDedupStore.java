@@ -11,6 +11,7 @@ import dev.idem.StoreUnavailableException;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
@@ -222,6 +223,21 @@ public final class RedisDedupStore implements DedupStore {
   }
 
   /**
+   * {@inheritDoc}
+   *
+   * <p>Here: one Lua script ({@code extend}) on the key; it moves the deadline in the value and the
+   * key's {@code PX} together.
+   */
+  @Override
+  public SettleResult extend(ExtendRequest request) {
+    ensureOpen();
+    ScriptCall<Long> call = extendCall(request);
+    connection.dispatch(call.prepare(true));
+    awaitOne(call, "extend");
+    return settled(call, "extend");
+  }
+
+  /**
    * Reserves without blocking: the same script and answers as {@link #reserve}, for callers that
    * keep many requests in flight on few threads. The future completes on a Lettuce I/O thread, so
    * chained work must not block; it completes exceptionally with the exceptions {@link #reserve}
@@ -262,9 +278,9 @@ public final class RedisDedupStore implements DedupStore {
 
   /**
    * Returns the Lua scripts this store runs, by name ({@code reserve}, {@code commit}, {@code
-   * release}): for audits, for preloading them with {@code SCRIPT LOAD}, and for benchmarks that
-   * run the same script outside Idem. They are part of the stable format (see {@code
-   * docs/stores/redis.md}).
+   * release}, {@code extend}): for audits, for preloading them with {@code SCRIPT LOAD}, and for
+   * benchmarks that run the same script outside Idem. They are part of the stable format (see
+   * {@code docs/stores/redis.md}).
    *
    * @return the script texts, in a fixed order
    */
@@ -527,6 +543,19 @@ public final class RedisDedupStore implements DedupStore {
         layout.key(r.scope(), r.key()),
         decimal(r.nowMillis()),
         EntryFormat.longBytes(r.token()));
+  }
+
+  private ScriptCall<Long> extendCall(ExtendRequest e) {
+    long now = e.nowMillis();
+    long until = e.leaseUntil();
+    return new ScriptCall<>(
+        LuaScripts.EXTEND,
+        false,
+        layout.key(e.scope(), e.key()),
+        decimal(now),
+        EntryFormat.longBytes(e.token()),
+        EntryFormat.longBytes(until),
+        px(now, until));
   }
 
   private ReserveResult decodeReserve(ScriptCall<List<Object>> call, ReserveRequest r) {
@@ -1164,7 +1193,7 @@ public final class RedisDedupStore implements DedupStore {
 
   private void loadScripts() {
     for (LuaScripts.Script script :
-        List.of(LuaScripts.RESERVE, LuaScripts.COMMIT, LuaScripts.RELEASE)) {
+        List.of(LuaScripts.RESERVE, LuaScripts.COMMIT, LuaScripts.RELEASE, LuaScripts.EXTEND)) {
       String sha = await(commands.scriptLoad(script.bodyBytes()), "SCRIPT LOAD", null);
       if (!script.sha().equals(sha)) {
         throw new StoreException(

@@ -379,7 +379,8 @@ class RedisDedupStoreTest {
 
   @Test
   void publishesItsScripts() {
-    assertThat(RedisDedupStore.luaScripts()).containsOnlyKeys("reserve", "commit", "release");
+    assertThat(RedisDedupStore.luaScripts())
+        .containsOnlyKeys("reserve", "commit", "release", "extend");
     assertThat(RedisDedupStore.luaScripts().get("reserve")).contains("redis.call('SET'");
   }
 

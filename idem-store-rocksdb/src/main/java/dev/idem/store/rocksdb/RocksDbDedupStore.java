@@ -12,6 +12,7 @@ import dev.idem.spi.DeadLetter;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStateMachine.Transition;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
@@ -211,6 +212,23 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         "release",
         SYNC_NOT_NEEDED,
         current -> DedupStateMachine.release(current, request),
+        null);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: under the key's stripe lock, on the reservation in memory; nothing is written to disk
+   * (reservations are never stored there).
+   */
+  @Override
+  public SettleResult extend(ExtendRequest request) {
+    return apply(
+        request.scope(),
+        request.key(),
+        "extend",
+        SYNC_NOT_NEEDED,
+        current -> DedupStateMachine.extend(current, request),
         null);
   }
 
