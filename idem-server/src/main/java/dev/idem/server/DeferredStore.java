@@ -6,6 +6,7 @@ import dev.idem.StoreUnavailableException;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
@@ -157,6 +158,11 @@ public final class DeferredStore implements DedupStore, OutboxStore {
   @Override
   public SettleResult release(ReleaseRequest request) {
     return open().release(request);
+  }
+
+  @Override
+  public SettleResult extend(ExtendRequest request) {
+    return open().extend(request);
   }
 
   @Override
