@@ -1,7 +1,6 @@
 /** Idem core: keys, the dedup engine, the store SPI, the in-memory store and local ordering. */
 module dev.idem.core {
   requires transitive org.jspecify;
-  requires com.fasterxml.jackson.core;
 
   exports dev.idem;
   exports dev.idem.spi;
