@@ -1,9 +1,11 @@
 package dev.idem.server.auth;
 
-import com.nimbusds.jose.JOSEException;
 import com.nimbusds.jose.JWSAlgorithm;
+import com.nimbusds.jose.jwk.Curve;
+import com.nimbusds.jose.jwk.ECKey;
 import com.nimbusds.jose.jwk.JWK;
 import com.nimbusds.jose.jwk.KeyType;
+import com.nimbusds.jose.jwk.RSAKey;
 import dev.idem.IdemConfigException;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -12,7 +14,14 @@ import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyFactory;
+import java.security.PublicKey;
+import java.security.interfaces.ECPublicKey;
+import java.security.interfaces.RSAPublicKey;
+import java.security.spec.X509EncodedKeySpec;
 import java.time.Duration;
+import java.util.Base64;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
@@ -190,23 +199,43 @@ public record JwtSettings(
               + e.getMessage()
               + "); give a readable PEM file");
     }
-    JWK key;
-    try {
-      key = JWK.parseFromPEMEncodedObjects(pem);
-    } catch (JOSEException | RuntimeException e) {
+    String begin = "-----BEGIN PUBLIC KEY-----";
+    String end = "-----END PUBLIC KEY-----";
+    int from = pem.indexOf(begin);
+    int to = pem.indexOf(end);
+    if (from < 0 || to < from) {
       throw new IdemConfigException(
           "public_key: "
               + file
-              + " holds no RSA or EC public key in PEM (-----BEGIN PUBLIC KEY-----)");
+              + " holds no public key in PEM (-----BEGIN PUBLIC KEY-----); give the issuer's"
+              + " public key, not a certificate or a private key");
     }
-    if (key.isPrivate()) {
-      throw new IdemConfigException(
-          "public_key: " + file + " holds a private key; give the public key only");
+    byte[] der;
+    try {
+      der = Base64.getMimeDecoder().decode(pem.substring(from + begin.length(), to));
+    } catch (IllegalArgumentException e) {
+      throw new IdemConfigException("public_key: " + file + " is not valid PEM (bad base64)");
     }
-    if (!key.getKeyType().equals(KeyType.RSA) && !key.getKeyType().equals(KeyType.EC)) {
-      throw new IdemConfigException("public_key: " + file + " holds no RSA or EC key");
+    for (String type : new String[] {"RSA", "EC"}) {
+      PublicKey k;
+      try {
+        k = KeyFactory.getInstance(type).generatePublic(new X509EncodedKeySpec(der));
+      } catch (GeneralSecurityException e) {
+        continue;
+      }
+      if (k instanceof RSAPublicKey r) {
+        return new RSAKey.Builder(r).build();
+      }
+      if (k instanceof ECPublicKey ec) {
+        Curve curve = Curve.forECParameterSpec(ec.getParams());
+        if (curve == null) {
+          throw new IdemConfigException(
+              "public_key: " + file + " holds an EC key on a curve JWS does not use; use P-256");
+        }
+        return new ECKey.Builder(curve, ec).build();
+      }
     }
-    return key;
+    throw new IdemConfigException("public_key: " + file + " holds no RSA or EC public key");
   }
 
   private static void checkJwksUrl(URI url) {
