@@ -68,6 +68,8 @@ public final class JwtCallers implements CallerAuthenticator {
 
   private static final int JWKS_TIMEOUT_MILLIS = 2_000;
   private static final int JWKS_SIZE_LIMIT = 256 * 1024;
+  private static final long JWKS_CACHE_MILLIS = 5 * 60_000;
+  private static final long JWKS_REFRESH_WAIT_MILLIS = 5_000;
   private static final String BEARER = "bearer ";
 
   private final String source;
@@ -126,6 +128,8 @@ public final class JwtCallers implements CallerAuthenticator {
                     s.jwksUrl().toURL(),
                     new DefaultResourceRetriever(
                         JWKS_TIMEOUT_MILLIS, JWKS_TIMEOUT_MILLIS, JWKS_SIZE_LIMIT))
+                // A request waits at most this long for another request's fetch.
+                .cache(JWKS_CACHE_MILLIS, JWKS_REFRESH_WAIT_MILLIS)
                 .build();
       } catch (MalformedURLException | IllegalArgumentException e) {
         throw new IdemConfigException("jwks_url: '" + s.jwksUrl() + "' is not a URL");

@@ -29,7 +29,9 @@ import dev.idem.server.support.Http;
 import dev.idem.server.support.TestEdge;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -122,8 +124,15 @@ class JwtCallersHttpTest {
                 auth: { jwt: { issuer: %1$s, public_key: "%4$s", algorithms: [RS256] } }
             dedup: {}
             deliver: { stdout: {} }
+          - id: down
+            source:
+              webhook:
+                path: /hooks/down
+                auth: { jwt: { jwks_url: "http://127.0.0.1:%5$d/jwks.json", algorithms: [RS256] } }
+            dedup: {}
+            deliver: { stdout: {} }
         """
-            .formatted(ISSUER, AUDIENCE, base, pem);
+            .formatted(ISSUER, AUDIENCE, base, pem, closedPort());
     IdemConfig config = ConfigLoader.parse("jwt.yaml", yaml, n -> null);
     edge = new TestEdge();
     server =
@@ -139,6 +148,13 @@ class JwtCallersHttpTest {
     }
     if (jwks != null) {
       jwks.stop(0);
+    }
+  }
+
+  /** A loopback port nothing listens on (bound, then released). */
+  private static int closedPort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
     }
   }
 
@@ -386,5 +402,17 @@ class JwtCallersHttpTest {
     assertThat(b.statusCode()).isEqualTo(202);
     assertThat(aAgain.statusCode()).isEqualTo(200);
     assertThat(delivered("orders", body)).isEqualTo(2);
+  }
+
+  @Test
+  void anUnreachableJwksIs503WithRetryAfterAndReservesNothing() throws Exception {
+    String body = body();
+
+    HttpResponse<String> r = post("/hooks/down", rs(claims("alice").build()), body);
+
+    assertThat(r.statusCode()).as(r.body()).isEqualTo(503);
+    assertThat(r.headers().firstValue("Retry-After")).hasValue("5");
+    assertThat(r.body()).contains("\"error\":\"keys_unavailable\"");
+    assertThat(delivered("down", body)).isZero();
   }
 }
