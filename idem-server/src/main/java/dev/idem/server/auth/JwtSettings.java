@@ -70,11 +70,16 @@ public record JwtSettings(
   private static final List<String> HMAC = List.of("HS256", "HS384", "HS512");
 
   /**
-   * Validates the fields.
+   * Validates the fields; a {@code publicKey} file is read to check that the algorithms fit it.
    *
    * @throws IdemConfigException naming the field and the fix
    */
   public JwtSettings {
+    for (String a : algorithms) {
+      if (a == null) {
+        throw new IdemConfigException("algorithms has an empty entry; list names, e.g. [RS256]");
+      }
+    }
     algorithms = List.copyOf(algorithms);
     Objects.requireNonNull(leeway, "leeway");
     int sources =

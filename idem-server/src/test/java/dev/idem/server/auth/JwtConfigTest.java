@@ -99,6 +99,12 @@ class JwtConfigTest {
   }
 
   @Test
+  void anEmptyAlgorithmEntryIsAProblemNotACrash() {
+    assertThat(problem("{ jwks_url: \"https://idp/jwks\", algorithms: [RS256, ~] }"))
+        .contains("algorithms has an empty entry");
+  }
+
+  @Test
   void plainHttpJwksIsForLoopbackOnly() {
     assertThat(problem("{ jwks_url: \"http://idp.example/jwks\", algorithms: [RS256] }"))
         .contains("plain http to another host");
