@@ -18,8 +18,9 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * A pipeline's key rule ({@code dedup.key}), built on {@link KeyRule}: an explicit rule (field
- * paths, headers, composite lists); or, without one, the provider's delivery id for a signed
- * webhook; or the default key (canonical body hash; a webhook has no authenticated principal).
+ * paths, headers, composite lists); or, without one, the library's default key (the caller's
+ * principal chain plus the canonical body hash) for a source that authenticates callers; or the
+ * provider's delivery id for a signed webhook; or the default key with an empty chain.
  */
 abstract class PipelineKeys implements EventKeys {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -33,13 +34,31 @@ abstract class PipelineKeys implements EventKeys {
    * @throws IdemConfigException if the rule does not parse
    */
   static PipelineKeys of(@Nullable KeySpec spec, @Nullable SignatureVerifier verifier) {
+    return of(spec, verifier, false);
+  }
+
+  /**
+   * Makes the keys of a pipeline.
+   *
+   * @param spec the explicit rule, or null
+   * @param verifier the signature verifier, or null
+   * @param callers whether the source authenticates callers (then the default key is the chain plus
+   *     the body, even for a signed webhook)
+   * @return the keys
+   * @throws IdemConfigException if the rule does not parse
+   */
+  static PipelineKeys of(
+      @Nullable KeySpec spec, @Nullable SignatureVerifier verifier, boolean callers) {
     if (spec != null) {
       return new Explicit(spec);
+    }
+    if (callers) {
+      return new BodyHash(true);
     }
     if (verifier != null) {
       return new DeliveryId(verifier);
     }
-    return new BodyHash();
+    return new BodyHash(false);
   }
 
   /**
@@ -142,9 +161,17 @@ abstract class PipelineKeys implements EventKeys {
     }
   }
 
-  /** The default key of an unsigned webhook: the canonical body hash, no principal. */
+  /**
+   * The library's default key: the principal chain (empty without caller authentication) plus the
+   * canonical body hash.
+   */
   static final class BodyHash extends PipelineKeys {
     private final KeyRule rule = KeyRule.defaultKey();
+    private final boolean callers;
+
+    BodyHash(boolean callers) {
+      this.callers = callers;
+    }
 
     @Override
     public DedupKey derive(InboundRequest request) {
@@ -161,7 +188,10 @@ abstract class PipelineKeys implements EventKeys {
 
     @Override
     public String describe() {
-      return "the default key: SHA-256 of the body in RFC 8785 canonical JSON";
+      return callers
+          ? "the default key: the caller's principal chain from the bearer token (iss, sub, then"
+              + " each act) plus SHA-256 of the body in RFC 8785 canonical JSON"
+          : "the default key: SHA-256 of the body in RFC 8785 canonical JSON";
     }
   }
 }

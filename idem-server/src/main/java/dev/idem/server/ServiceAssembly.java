@@ -9,6 +9,7 @@ import dev.idem.key.CanonicalJson;
 import dev.idem.ordering.LocalOrderingGate;
 import dev.idem.ordering.OrderingConfig;
 import dev.idem.ordering.OrderingGate;
+import dev.idem.server.auth.JwtCallers;
 import dev.idem.server.config.DedupMode;
 import dev.idem.server.config.DedupSettings;
 import dev.idem.server.config.DeliveryMode;
@@ -136,7 +137,8 @@ public final class ServiceAssembly {
         p.webhook().signature() == null
             ? null
             : edge.verifier(Objects.requireNonNull(p.webhook().signature()), time);
-    return PipelineKeys.of(p.dedup() == null ? null : p.dedup().key(), verifier);
+    return PipelineKeys.of(
+        p.dedup() == null ? null : p.dedup().key(), verifier, p.webhook().jwt() != null);
   }
 
   /**
@@ -187,7 +189,12 @@ public final class ServiceAssembly {
       Pipeline.Builder b =
           Pipeline.builder(p)
               .verifier(verifier)
-              .keys(PipelineKeys.of(d == null ? null : d.key(), verifier))
+              .callers(
+                  p.webhook().jwt() == null
+                      ? null
+                      : JwtCallers.create(p.id(), Objects.requireNonNull(p.webhook().jwt()), time))
+              .keys(
+                  PipelineKeys.of(d == null ? null : d.key(), verifier, p.webhook().jwt() != null))
               .meters(metrics.pipeline(p.id()))
               .timeSource(time);
       OutboxStore outbox = null;

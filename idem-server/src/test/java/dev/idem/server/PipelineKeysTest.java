@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.KeyDerivationException;
+import dev.idem.key.Principal;
 import dev.idem.server.config.KeySpec;
 import dev.idem.server.pipeline.EventKeys;
 import dev.idem.server.pipeline.InboundRequest;
@@ -57,6 +58,21 @@ class PipelineKeysTest {
     assertThatThrownBy(() -> single.derive(event("{\"id\":\"  \"}")))
         .isInstanceOf(KeyDerivationException.class);
     assertThatThrownBy(() -> single.fromRaw(" ")).isInstanceOf(KeyDerivationException.class);
+  }
+
+  @Test
+  void withCallersAndNoKeyTheChainAndTheBodyAreTheKeyEvenForASignedWebhook() {
+    EventKeys keys = PipelineKeys.of(null, TestParts.headerVerifier(), true);
+    InboundRequest body = event("{\"a\":1}");
+    Principal alice = new Principal("https://idp", "alice");
+    Principal gateway = new Principal("https://idp", "gateway");
+
+    assertThat(keys.derive(body.withPrincipals(List.of(alice))))
+        .isEqualTo(keys.derive(event("{ \"a\" : 1.0 }").withPrincipals(List.of(alice))))
+        .isNotEqualTo(keys.derive(body.withPrincipals(List.of(alice, gateway))))
+        .isNotEqualTo(keys.derive(body.withPrincipals(List.of(gateway))))
+        .isNotEqualTo(keys.derive(body));
+    assertThat(keys.describe()).contains("principal chain");
   }
 
   @Test

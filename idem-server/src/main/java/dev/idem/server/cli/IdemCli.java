@@ -10,6 +10,7 @@ import dev.idem.KeyDerivationException;
 import dev.idem.Scope;
 import dev.idem.StoreUnavailableException;
 import dev.idem.TimeSource;
+import dev.idem.key.Principal;
 import dev.idem.server.DefaultEdge;
 import dev.idem.server.IdemServer;
 import dev.idem.server.ServiceAssembly;
@@ -291,12 +292,34 @@ public final class IdemCli implements Callable<Integer> {
         description = "a request header (repeatable), e.g. -H 'X-GitHub-Delivery: 72d3162e'")
     List<String> headers = new ArrayList<>();
 
+    @Option(
+        names = "--caller",
+        arity = "2",
+        paramLabel = "ISSUER SUBJECT",
+        description =
+            "a link of the caller's principal chain (repeatable: the token's iss and sub, then"
+                + " each act's, outermost first), for a pipeline with auth.jwt")
+    List<String> callers = new ArrayList<>();
+
     @Spec CommandLine.Model.CommandSpec spec;
 
     @Override
     public Integer call() throws IOException {
       IdemConfig c = load(config);
       PipelineSettings p = pipeline(c, pipeline);
+      List<Principal> chain = new ArrayList<>();
+      for (int i = 0; i + 1 < callers.size(); i += 2) {
+        chain.add(new Principal(callers.get(i), callers.get(i + 1)));
+      }
+      boolean chainKeyed =
+          p.webhook().jwt() != null && (p.dedup() == null || p.dedup().key() == null);
+      if (chainKeyed && chain.isEmpty()) {
+        throw new IdemConfigException(
+            "pipeline "
+                + p.id()
+                + " keys events by the caller's principal chain (auth.jwt); give it with --caller"
+                + " ISSUER SUBJECT, the caller first, then each act");
+      }
       byte[] body = event.equals("-") ? System.in.readAllBytes() : readFile(Path.of(event));
       Map<String, String> h = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
       for (String header : headers) {
@@ -311,7 +334,7 @@ public final class IdemCli implements Callable<Integer> {
       PrintWriter out = spec.commandLine().getOut();
       DedupKey key;
       try {
-        key = keys.derive(new InboundRequest(body, h::get));
+        key = keys.derive(new InboundRequest(body, h::get, chain));
       } catch (KeyDerivationException e) {
         PrintWriter err = spec.commandLine().getErr();
         err.println("idem: no key: " + e.getMessage());
@@ -320,6 +343,13 @@ public final class IdemCli implements Callable<Integer> {
       }
       out.println("pipeline:        " + p.id());
       out.println("rule:            " + keys.describe());
+      if (chainKeyed) {
+        out.println(
+            "chain:           "
+                + String.join(
+                    " -> ",
+                    chain.stream().map(l -> "(" + l.issuer() + ", " + l.subject() + ")").toList()));
+      }
       out.println("key:             " + key.toHex());
       out.println("idempotency-key: " + Pipeline.idempotencyKey(p.id(), key));
       out.flush();

@@ -5,8 +5,10 @@ import dev.idem.DedupConfig;
 import dev.idem.Expiry;
 import dev.idem.IdemConfigException;
 import dev.idem.key.KeyRule;
+import dev.idem.server.auth.JwtSettings;
 import dev.idem.server.config.IdemProperties.DedupProperties;
 import dev.idem.server.config.IdemProperties.DeliverProperties;
+import dev.idem.server.config.IdemProperties.JwtProperties;
 import dev.idem.server.config.IdemProperties.OrderingProperties;
 import dev.idem.server.config.IdemProperties.PipelineProperties;
 import dev.idem.server.config.IdemProperties.ServerProperties;
@@ -509,6 +511,8 @@ final class ConfigConverter {
     int maxDepth = w.maxDepth == null ? WebhookSettings.DEFAULT_MAX_DEPTH : w.maxDepth;
     SignatureSettings signature =
         w.signature == null ? null : signature(w.signature, at + ".signature");
+    JwtSettings jwt =
+        w.auth == null || w.auth.jwt == null ? null : jwt(w.auth.jwt, at + ".auth.jwt");
     if (problems.size() > before || maxBody == null || w.path == null) {
       return null;
     }
@@ -521,7 +525,42 @@ final class ConfigConverter {
       return null;
     }
     long mb = maxBody;
-    return orNull(() -> new WebhookSettings(w.path, mb, maxDepth, signature), at + ".path");
+    return orNull(() -> new WebhookSettings(w.path, mb, maxDepth, signature, jwt), at + ".path");
+  }
+
+  private @Nullable JwtSettings jwt(JwtProperties j, String at) {
+    int before = problems.size();
+    Duration leeway =
+        duration(j.leeway, at + ".leeway", JwtSettings.DEFAULT_LEEWAY, JwtSettings.MAX_LEEWAY);
+    URI jwks = null;
+    if (j.jwksUrl != null) {
+      try {
+        jwks = new URI(j.jwksUrl.trim());
+      } catch (URISyntaxException e) {
+        problem(at + ".jwks_url", "'" + j.jwksUrl + "' is not a URL (" + e.getReason() + ")");
+      }
+    }
+    Path publicKey = null;
+    if (j.publicKey != null) {
+      try {
+        publicKey = Path.of(j.publicKey.trim());
+      } catch (InvalidPathException e) {
+        problem(at + ".public_key", "'" + j.publicKey + "' is not a file path");
+      }
+    }
+    List<String> algorithms = j.algorithms == null ? List.of() : j.algorithms;
+    int depth =
+        j.maxDelegationDepth == null
+            ? JwtSettings.DEFAULT_MAX_DELEGATION_DEPTH
+            : j.maxDelegationDepth;
+    if (problems.size() > before || leeway == null) {
+      return null;
+    }
+    URI url = jwks;
+    Path pem = publicKey;
+    return orNull(
+        () -> new JwtSettings(j.issuer, j.audience, url, pem, j.secret, algorithms, leeway, depth),
+        at);
   }
 
   private @Nullable SignatureSettings signature(SignatureProperties s, String at) {

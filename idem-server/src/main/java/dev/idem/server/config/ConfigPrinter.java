@@ -5,12 +5,14 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.fasterxml.jackson.dataformat.yaml.YAMLGenerator;
 import dev.idem.DedupConfig;
+import dev.idem.server.auth.JwtSettings;
 import dev.idem.server.deliver.RetryPolicy;
 import dev.idem.server.signature.SignatureSettings;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeMap;
 
 /**
@@ -94,6 +96,29 @@ public final class ConfigPrinter {
     return m;
   }
 
+  private static Map<String, Object> jwt(JwtSettings j) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    if (j.issuer() != null) {
+      m.put("issuer", j.issuer());
+    }
+    if (j.audience() != null) {
+      m.put("audience", j.audience());
+    }
+    if (j.jwksUrl() != null) {
+      m.put("jwks_url", Masking.url(String.valueOf(j.jwksUrl())));
+    }
+    if (j.publicKey() != null) {
+      m.put("public_key", String.valueOf(j.publicKey()));
+    }
+    if (j.secret() != null) {
+      m.put("secret", Masking.MASK);
+    }
+    m.put("algorithms", j.algorithms());
+    m.put("leeway", Durations.format(j.leeway()));
+    m.put("max_delegation_depth", j.maxDelegationDepth());
+    return m;
+  }
+
   private static Map<String, Object> pipeline(PipelineSettings p) {
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("id", p.id());
@@ -112,6 +137,9 @@ public final class ConfigPrinter {
       }
       sm.put("tolerance", Durations.format(sig.tolerance()));
       webhook.put("signature", sm);
+    }
+    if (p.webhook().jwt() != null) {
+      webhook.put("auth", Map.of("jwt", jwt(Objects.requireNonNull(p.webhook().jwt()))));
     }
     m.put("source", Map.of("webhook", webhook));
     DedupSettings d = p.dedup();

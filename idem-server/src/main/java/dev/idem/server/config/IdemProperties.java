@@ -156,6 +156,48 @@ public final class IdemProperties {
 
     /** {@code signature}. */
     public @Nullable SignatureProperties signature;
+
+    /** {@code auth}: caller authentication. */
+    public @Nullable AuthProperties auth;
+  }
+
+  /** {@code source.webhook.auth}. */
+  public static final class AuthProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public AuthProperties() {}
+
+    /** {@code jwt}. */
+    public @Nullable JwtProperties jwt;
+  }
+
+  /** {@code source.webhook.auth.jwt}. */
+  public static final class JwtProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public JwtProperties() {}
+
+    /** {@code issuer}. */
+    public @Nullable String issuer;
+
+    /** {@code audience}. */
+    public @Nullable String audience;
+
+    /** {@code jwks_url}. */
+    public @Nullable String jwksUrl;
+
+    /** {@code public_key}: a PEM file. */
+    public @Nullable String publicKey;
+
+    /** {@code secret}. */
+    public @Nullable String secret;
+
+    /** {@code algorithms}. */
+    public @Nullable List<String> algorithms;
+
+    /** {@code leeway}. */
+    public @Nullable String leeway;
+
+    /** {@code max_delegation_depth}. */
+    public @Nullable Integer maxDelegationDepth;
   }
 
   /** {@code source.webhook.signature}. */

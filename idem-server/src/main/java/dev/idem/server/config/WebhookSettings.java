@@ -1,6 +1,7 @@
 package dev.idem.server.config;
 
 import dev.idem.IdemConfigException;
+import dev.idem.server.auth.JwtSettings;
 import dev.idem.server.signature.SignatureSettings;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
@@ -13,9 +14,14 @@ import org.jspecify.annotations.Nullable;
  * @param maxBody the largest body accepted, in bytes; larger is {@code 413}
  * @param maxDepth the deepest JSON nesting accepted; deeper is {@code 400}
  * @param signature how signatures are verified, or null for none
+ * @param jwt how callers are authenticated ({@code auth.jwt}), or null for none
  */
 public record WebhookSettings(
-    String path, long maxBody, int maxDepth, @Nullable SignatureSettings signature) {
+    String path,
+    long maxBody,
+    int maxDepth,
+    @Nullable SignatureSettings signature,
+    @Nullable JwtSettings jwt) {
 
   /** The default body limit: 1 MiB. */
   public static final long DEFAULT_MAX_BODY = 1L << 20;
@@ -53,5 +59,19 @@ public record WebhookSettings(
     if (maxDepth < 1 || maxDepth > 1000) {
       throw new IdemConfigException("max_depth must be from 1 to 1000, got " + maxDepth);
     }
+  }
+
+  /**
+   * Makes a webhook source without caller authentication.
+   *
+   * @param path the URL path
+   * @param maxBody the largest body accepted, in bytes
+   * @param maxDepth the deepest JSON nesting accepted
+   * @param signature how signatures are verified, or null for none
+   * @throws IdemConfigException naming the field
+   */
+  public WebhookSettings(
+      String path, long maxBody, int maxDepth, @Nullable SignatureSettings signature) {
+    this(path, maxBody, maxDepth, signature, null);
   }
 }

@@ -8,20 +8,44 @@ import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /**
- * One event as a source received it: the raw body and a case-insensitive header lookup. It is the
- * {@link InboundEvent} that key rules read; a webhook has no authenticated caller, so its principal
- * chain is empty.
+ * One event as a source received it: the raw body, a case-insensitive header lookup and the
+ * authenticated caller's principal chain. It is the {@link InboundEvent} that key rules read.
  *
  * @param body the body exactly as received; callers must not modify it
  * @param headers returns a header's value by case-insensitive name, or null
+ * @param principals the caller's principal chain (caller first, then each delegate, outermost
+ *     first); empty when the source authenticates no caller (a verified signature proves the
+ *     provider, whose delivery id is then the key)
  */
-public record InboundRequest(byte[] body, Function<String, @Nullable String> headers)
+public record InboundRequest(
+    byte[] body, Function<String, @Nullable String> headers, List<Principal> principals)
     implements InboundEvent {
 
-  /** Validates the fields. */
+  /** Validates the fields and copies the chain. */
   public InboundRequest {
     Objects.requireNonNull(body, "body");
     Objects.requireNonNull(headers, "headers");
+    principals = List.copyOf(principals);
+  }
+
+  /**
+   * Makes an event with no authenticated caller.
+   *
+   * @param body the body exactly as received
+   * @param headers returns a header's value by case-insensitive name, or null
+   */
+  public InboundRequest(byte[] body, Function<String, @Nullable String> headers) {
+    this(body, headers, List.of());
+  }
+
+  /**
+   * Returns this event with the caller's principal chain.
+   *
+   * @param chain the chain
+   * @return a new event
+   */
+  public InboundRequest withPrincipals(List<Principal> chain) {
+    return new InboundRequest(body, headers, chain);
   }
 
   /**
@@ -36,13 +60,12 @@ public record InboundRequest(byte[] body, Function<String, @Nullable String> hea
   }
 
   /**
-   * Returns the empty chain: a webhook's sender is not authenticated as a principal (a verified
-   * signature proves the provider, whose delivery id is then the key).
+   * Returns the caller's principal chain, empty without caller authentication.
    *
-   * @return an empty list
+   * @return the chain
    */
   @Override
   public List<Principal> principalChain() {
-    return List.of();
+    return principals;
   }
 }

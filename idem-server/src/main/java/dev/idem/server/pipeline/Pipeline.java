@@ -12,6 +12,8 @@ import dev.idem.Settlement;
 import dev.idem.StoreUnavailableException;
 import dev.idem.TimeSource;
 import dev.idem.key.NumberOutOfRangeException;
+import dev.idem.server.auth.CallerAuthenticator;
+import dev.idem.server.auth.CallerException;
 import dev.idem.server.config.DedupMode;
 import dev.idem.server.config.DeliveryMode;
 import dev.idem.server.config.PipelineSettings;
@@ -50,7 +52,9 @@ import org.slf4j.LoggerFactory;
  *   <li>in flight: {@code 409 in_flight} with {@code Retry-After}; replay conflict: {@code 422
  *       key_reused};
  *   <li>no key, bad JSON, duplicate field names, nesting too deep: {@code 400}; bad signature:
- *       {@code 401} (nothing reserved);
+ *       {@code 401} (nothing reserved); a missing or invalid bearer token: {@code 401
+ *       invalid_token}, a delegation chain too deep: {@code 403 delegation_too_deep}, the JWKS
+ *       unreachable: {@code 503 keys_unavailable} (nothing reserved);
  *   <li>store unavailable: {@code 503 store_unavailable} with {@code Retry-After}, nothing
  *       committed;
  *   <li>sync delivery failed after its retries: {@code 502 delivery_failed}, the key released so
@@ -82,6 +86,7 @@ public final class Pipeline {
   private final PipelineSettings settings;
   private final String id;
   private final @Nullable SignatureVerifier verifier;
+  private final @Nullable CallerAuthenticator callers;
   private final JsonBodyCheck json;
   private final EventKeys keys;
   private final @Nullable Deduplicator dedup;
@@ -102,6 +107,7 @@ public final class Pipeline {
     this.settings = b.settings;
     this.id = settings.id();
     this.verifier = b.verifier;
+    this.callers = b.callers;
     this.json = new JsonBodyCheck(settings.webhook().maxDepth(), settings.webhook().maxBody());
     this.keys = Objects.requireNonNull(b.keys, "keys");
     this.dedup = b.dedup;
@@ -225,6 +231,13 @@ public final class Pipeline {
       }
       // The event's body differs from the raw body only for a wrapped event (GitHub forms).
       request = body == request.body() ? request : new InboundRequest(body, request.headers());
+    }
+    if (callers != null) {
+      try {
+        request = request.withPrincipals(callers.principals(request.headers()));
+      } catch (CallerException e) {
+        return CallerAnswers.refused(e);
+      }
     }
     Answer bad = json.check(body);
     if (bad != null) {
@@ -574,6 +587,7 @@ public final class Pipeline {
   public static final class Builder {
     private final PipelineSettings settings;
     private @Nullable SignatureVerifier verifier;
+    private @Nullable CallerAuthenticator callers;
     private @Nullable EventKeys keys;
     private @Nullable Deduplicator dedup;
     private @Nullable OutboxStore outbox;
@@ -599,6 +613,17 @@ public final class Pipeline {
      */
     public Builder verifier(@Nullable SignatureVerifier verifier) {
       this.verifier = verifier;
+      return this;
+    }
+
+    /**
+     * Sets the caller authentication; its principal chain feeds the default key.
+     *
+     * @param callers the authenticator, or null for none
+     * @return this builder
+     */
+    public Builder callers(@Nullable CallerAuthenticator callers) {
+      this.callers = callers;
       return this;
     }
 

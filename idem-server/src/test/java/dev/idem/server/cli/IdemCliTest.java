@@ -4,19 +4,24 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.idem.TimeSource;
+import dev.idem.key.KeyRule;
+import dev.idem.key.Principal;
 import dev.idem.server.IdemServer;
 import dev.idem.server.ServiceAssembly;
 import dev.idem.server.config.ConfigLoader;
 import dev.idem.server.config.IdemConfig;
+import dev.idem.server.pipeline.InboundRequest;
 import dev.idem.server.support.Http;
 import dev.idem.server.support.TestEdge;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -232,6 +237,72 @@ class IdemCliTest {
         .contains("idempotency-key: orders:" + expected);
     assertThat(missing.code()).isEqualTo(1);
     assertThat(missing.err()).contains("no key:");
+  }
+
+  @Test
+  void keyOfAJwtPipelineShowsAndUsesTheGivenPrincipalChain() throws Exception {
+    Path config =
+        write(
+            "jwt.yaml",
+            """
+            store: { type: memory }
+            pipelines:
+              - id: internal
+                source:
+                  webhook:
+                    path: /in
+                    auth: { jwt: { secret: "0123456789abcdef0123456789abcdef", algorithms: [HS256] } }
+                dedup: {}
+                deliver: { stdout: {} }
+            """);
+    Path event = write("event.json", "{\"b\":2,\"a\":1}");
+    String expected =
+        KeyRule.defaultKey()
+            .derive(
+                new InboundRequest(
+                    "{\"a\":1,\"b\":2}".getBytes(StandardCharsets.UTF_8),
+                    h -> null,
+                    List.of(
+                        new Principal("https://idp", "alice"), new Principal("https://idp", "gw"))))
+            .toHex();
+
+    Run delegated =
+        idem(
+            "key",
+            "-c",
+            config.toString(),
+            "--pipeline",
+            "internal",
+            "--event",
+            event.toString(),
+            "--caller",
+            "https://idp",
+            "alice",
+            "--caller",
+            "https://idp",
+            "gw");
+    Run direct =
+        idem(
+            "key",
+            "-c",
+            config.toString(),
+            "--pipeline",
+            "internal",
+            "--event",
+            event.toString(),
+            "--caller",
+            "https://idp",
+            "alice");
+    Run noChain =
+        idem("key", "-c", config.toString(), "--pipeline", "internal", "--event", event.toString());
+
+    assertThat(delegated.code()).as(delegated.err()).isZero();
+    assertThat(delegated.out())
+        .contains("chain:           (https://idp, alice) -> (https://idp, gw)")
+        .contains("key:             " + expected);
+    assertThat(direct.out()).doesNotContain(expected).contains("(https://idp, alice)");
+    assertThat(noChain.code()).isNotZero();
+    assertThat(noChain.err()).contains("give it with --caller ISSUER SUBJECT");
   }
 
   @Test
