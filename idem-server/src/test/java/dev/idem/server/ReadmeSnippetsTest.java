@@ -29,14 +29,23 @@ import org.junit.jupiter.api.io.TempDir;
  * whole compiled with {@code javac --release 17 -Xlint:all,-try -Werror} against the test class
  * path. A snippet that needs a newer Java (a pattern-matching {@code switch}) or a changed API
  * fails here.
+ *
+ * <p>The adapter sections (from {@value #ADAPTERS} on) are read no further: their snippets need
+ * Camel, Kafka and Spring on the class path, and each is an excerpt of its module's example under
+ * {@code examples/}, which that module's tests compile and run.
  */
 class ReadmeSnippetsTest {
   private static final Path README = Path.of("..", "README.md");
   private static final Pattern JAVA_BLOCK = Pattern.compile("(?ms)^```java\\n(.*?)^```$");
   private static final Pattern XML_BLOCK = Pattern.compile("(?ms)^```xml\\n(.*?)^```$");
 
+  /** The first adapter section's heading. */
+  static final String ADAPTERS = "## Apache Camel";
+
   static List<String> javaBlocks() throws IOException {
-    String readme = Files.readString(README, StandardCharsets.UTF_8);
+    String whole = Files.readString(README, StandardCharsets.UTF_8);
+    int adapters = whole.indexOf("\n" + ADAPTERS);
+    String readme = adapters < 0 ? whole : whole.substring(0, adapters);
     List<String> blocks = new ArrayList<>();
     Matcher m = JAVA_BLOCK.matcher(readme);
     while (m.find()) {
