@@ -11,10 +11,12 @@ import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.Ttl;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 9 §3: recovery is as fast as the store's return. A private redis-server is stopped for
@@ -48,8 +50,17 @@ class RedisReconnectTest {
         new Ttl(3_600_000, Expiry.SLIDING));
   }
 
+  /**
+   * The outage lengths in seconds: 1, 3 and 10 by default; {@code -Psoak} adds the issue's 20 and
+   * 45 ({@code idem.redis.outages}).
+   */
+  static IntStream outages() {
+    String list = System.getProperty("idem.redis.outages", "1,3,10");
+    return Arrays.stream(list.split(",")).map(String::trim).mapToInt(Integer::parseInt);
+  }
+
   @ParameterizedTest(name = "outage of {0} s")
-  @ValueSource(ints = {1, 3, 10})
+  @MethodSource("outages")
   void theStoreAnswersSoonAfterRedisIsBackWhateverTheOutage(int outageSeconds) throws Exception {
     // Given a store on a private Redis, with the default reconnect delay
     try (RedisProcess redis = RedisProcess.start(dir);
