@@ -65,9 +65,10 @@ public interface OutboxStore {
    * <p>A store that only one process can open at a time (an embedded store) knows that every claim
    * it finds then was made by an earlier process, which is gone, and releases them all; scheduled
    * retries ({@link #reschedule}) keep their time. A store whose outbox dies with the process has
-   * no earlier claims, and a store shared by several live processes cannot tell an earlier run's
-   * claims from a live instance's: both release none (the default), and a shared store's claims
-   * come back when they run out.
+   * no earlier claims and releases none (the default). A store shared by several live processes
+   * cannot tell an earlier run's claims from a live instance's by itself: it releases only the
+   * claims recorded under its own instance identity by another run of it (when it is given one; see
+   * the store's documentation), and other claims come back when they run out.
    *
    * @param queue the queue
    * @return how many entries were released

@@ -14,6 +14,8 @@ import dev.idem.store.memory.MemoryDedupStore;
 import dev.idem.store.redis.RedisDedupStore;
 import dev.idem.store.rocksdb.Durability;
 import dev.idem.store.rocksdb.RocksDbDedupStore;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -156,9 +158,35 @@ final class StoreRegistry {
         if (s.password() != null) {
           b.password(s.password());
         }
+        String instanceId = s.instanceId() != null ? s.instanceId() : hostName();
+        if (instanceId != null) {
+          b.instanceId(instanceId);
+        }
         yield b.build();
       }
     };
+  }
+
+  /**
+   * The default JDBC instance id ({@code store.instance_id} unset): the host name, which in a
+   * StatefulSet is the pod's stable name. Null (claims then run out instead of being released at a
+   * restart) when it cannot be found.
+   */
+  private static @Nullable String hostName() {
+    String env = System.getenv("HOSTNAME");
+    if (env != null && !env.isBlank() && env.length() <= 255) {
+      return env.strip();
+    }
+    try {
+      String name = InetAddress.getLocalHost().getHostName();
+      return name == null || name.isBlank() || name.length() > 255 ? null : name;
+    } catch (UnknownHostException | SecurityException e) {
+      LOG.warn(
+          "store.instance_id unset and the host name is unknown ({}): a restart will not"
+              + " release this instance's outbox claims; they run out after store.claim_timeout",
+          e.toString());
+      return null;
+    }
   }
 
   private static IdemConfigException failure(StoreSettings s, RuntimeException e) {

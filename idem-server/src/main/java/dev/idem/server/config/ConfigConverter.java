@@ -319,6 +319,7 @@ final class ConfigConverter {
             at + ".claim_timeout",
             "rocksdb, memory and jdbc (stores with an outbox)",
             type);
+    ok &= onlyFor(s.instanceId != null, type == StoreType.JDBC, at + ".instance_id", "jdbc", type);
     StoreFaults faults = faults(s, at);
     if (!ok || faults == null) {
       return null;
@@ -368,10 +369,13 @@ final class ConfigConverter {
                 s.username,
                 s.password,
                 maxKeys,
-                faults),
+                faults,
+                s.instanceId),
         s.maxKeys != null && s.maxKeys < 1
             ? at + ".max_keys"
-            : s.prefix != null ? at + ".prefix" : field);
+            : s.instanceId != null
+                ? at + ".instance_id"
+                : s.prefix != null ? at + ".prefix" : field);
   }
 
   private @Nullable StoreFaults faults(StoreProperties s, String at) {

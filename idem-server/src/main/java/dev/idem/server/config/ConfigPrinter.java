@@ -93,6 +93,9 @@ public final class ConfigPrinter {
     if (st.maxKeys() != null) {
       m.put("max_keys", st.maxKeys());
     }
+    if (st.instanceId() != null) {
+      m.put("instance_id", st.instanceId());
+    }
     return m;
   }
 

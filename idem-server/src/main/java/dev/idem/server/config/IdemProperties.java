@@ -105,6 +105,9 @@ public final class IdemProperties {
 
     /** {@code claim_timeout} (rocksdb, memory, jdbc: how long an outbox claim hides an entry). */
     public @Nullable String claimTimeout;
+
+    /** {@code instance_id} (jdbc: this instance's stable identity among those sharing tables). */
+    public @Nullable String instanceId;
   }
 
   /** One entry of {@code pipelines}. */

@@ -19,6 +19,8 @@ import org.jspecify.annotations.Nullable;
  * @param password jdbc: the password, if not in the URL; else null
  * @param maxKeys memory: the default bound on committed keys per pipeline; else null
  * @param faults timeouts, reconnects, start without the store, outbox claims
+ * @param instanceId jdbc: this instance's stable identity among the instances sharing the tables,
+ *     so that a restart releases its previous life's outbox claims; null: the machine's host name
  */
 public record StoreSettings(
     StoreType type,
@@ -29,7 +31,8 @@ public record StoreSettings(
     @Nullable String username,
     @Nullable String password,
     @Nullable Long maxKeys,
-    StoreFaults faults) {
+    StoreFaults faults,
+    @Nullable String instanceId) {
 
   /** The default RocksDB directory: {@code ./data}. */
   public static final Path DEFAULT_PATH = Path.of("data");
@@ -79,6 +82,13 @@ public record StoreSettings(
     if (maxKeys != null && maxKeys < 1) {
       throw new IdemConfigException("max_keys must be at least 1, got " + maxKeys);
     }
+    if (instanceId != null && type != StoreType.JDBC) {
+      throw new IdemConfigException("instance_id is only for a jdbc store");
+    }
+    if (instanceId != null && (instanceId.isBlank() || instanceId.length() > 255)) {
+      throw new IdemConfigException(
+          "instance_id must be 1 to 255 characters and not blank, got '" + instanceId + "'");
+    }
     if (prefix != null && prefix.isEmpty()) {
       throw new IdemConfigException("prefix must not be empty; omit it for the default");
     }
@@ -114,7 +124,17 @@ public record StoreSettings(
       @Nullable String username,
       @Nullable String password,
       @Nullable Long maxKeys) {
-    this(type, path, durability, url, prefix, username, password, maxKeys, StoreFaults.DEFAULTS);
+    this(
+        type,
+        path,
+        durability,
+        url,
+        prefix,
+        username,
+        password,
+        maxKeys,
+        StoreFaults.DEFAULTS,
+        null);
   }
 
   /**
@@ -157,6 +177,7 @@ public record StoreSettings(
         + (username == null ? "" : ", username=" + username)
         + (password == null ? "" : ", password=***")
         + (maxKeys == null ? "" : ", maxKeys=" + maxKeys)
+        + (instanceId == null ? "" : ", instanceId=" + instanceId)
         + "]";
   }
 }

@@ -415,6 +415,33 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void aJdbcStoreTakesAnInstanceIdAndOtherStoresRefuseIt() {
+    IdemConfig ok =
+        parse(
+            """
+            store: { type: jdbc, url: "jdbc:h2:mem:x", instance_id: idem-0 }
+            pipelines:
+              - id: p
+                source: { webhook: { path: /in } }
+                deliver: { stdout: {} }
+            """);
+    assertThat(ok.store().instanceId()).isEqualTo("idem-0");
+
+    ConfigException e =
+        failure(
+            """
+            store: { type: rocksdb, instance_id: idem-0 }
+            pipelines:
+              - id: p
+                source: { webhook: { path: /in } }
+                deliver: { stdout: {} }
+            """);
+    assertThat(e.problems())
+        .extracting(ConfigProblem::toString)
+        .anySatisfy(p -> assertThat(p).contains("store.instance_id: is only for a jdbc store"));
+  }
+
+  @Test
   void malformedYamlIsReportedWithItsPosition() {
     ConfigException e = failure("server:\n  port: [8080\n");
 

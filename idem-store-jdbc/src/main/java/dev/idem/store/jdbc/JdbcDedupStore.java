@@ -46,6 +46,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.UUID;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -111,6 +112,8 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   private final int sweepBatchSize;
   private final int healthCheckSeconds;
   private final @Nullable ScheduledExecutorService sweeper;
+  private final @Nullable String instanceId;
+  private final String bootId = UUID.randomUUID().toString();
   private final AtomicBoolean closed = new AtomicBoolean();
 
   private JdbcDedupStore(
@@ -129,6 +132,7 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     this.time = b.timeSource;
     this.listener = b.listener;
     this.sweepBatchSize = b.sweepBatchSize;
+    this.instanceId = b.instanceId;
     this.exec = new SqlExecutor(dataSource, dialect, description, b.retries, b.timeout);
     this.healthCheckSeconds = JdbcTimeouts.backstopSeconds(b.timeout);
     if (b.sweepInterval.isZero()) {
@@ -943,6 +947,8 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
               ps.setLong(3, nowMillis);
               ps.setInt(4, max);
               ps.setLong(5, until);
+              ps.setString(6, instanceId);
+              ps.setString(7, bootId);
               try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                   out.add(readRecord(rs, queue, 0));
@@ -972,7 +978,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
             try (PreparedStatement ps = c.prepareStatement(sql.markClaimed)) {
               for (OutboxRecord r : out) {
                 ps.setLong(1, until);
-                ps.setLong(2, r.id());
+                ps.setString(2, instanceId);
+                ps.setString(3, bootId);
+                ps.setLong(4, r.id());
                 ps.addBatch();
               }
               ps.executeBatch();
@@ -992,6 +1000,36 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
         rs.getInt(4) + addAttempts,
         rs.getLong(5),
         rs.getString(6));
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: each claim records the store's {@linkplain Builder#instanceId instance id} and a
+   * random id of this opened store (its boot id). One {@code UPDATE} makes claimable at once the
+   * queue's entries still claimed (not rescheduled: a scheduled retry keeps its time) under this
+   * instance id by another boot id, that is, by an earlier life of this instance. Without an
+   * instance id it releases nothing, as a live instance's claims cannot be told apart. Two live
+   * stores with the same instance id would release each other's claims.
+   */
+  @Override
+  public long releaseClaimsOfEarlierRuns(String queue) {
+    ensureOpen();
+    checkQueue(queue);
+    String claimant = instanceId;
+    if (claimant == null) {
+      return 0;
+    }
+    return exec.write(
+        "releaseClaimsOfEarlierRuns",
+        c -> {
+          try (PreparedStatement ps = c.prepareStatement(sql.releaseEarlierClaims)) {
+            ps.setString(1, queue);
+            ps.setString(2, claimant);
+            ps.setString(3, bootId);
+            return (long) ps.executeUpdate();
+          }
+        });
   }
 
   @Override
@@ -1275,6 +1313,7 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     private Duration sweepInterval = Duration.ofMinutes(1);
     private int sweepBatchSize = 1000;
     private int retries = 5;
+    private @Nullable String instanceId;
     private boolean poolSettingsGiven;
 
     private Builder(
@@ -1406,6 +1445,27 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
                 + " starting with a letter (e.g. idem_)");
       }
       this.tablePrefix = prefix;
+      return this;
+    }
+
+    /**
+     * Sets this instance's identity among the processes sharing the tables, which lets a restarted
+     * instance release the outbox claims of its previous life ({@link
+     * JdbcDedupStore#releaseClaimsOfEarlierRuns}) instead of waiting for them to run out. Give each
+     * instance a distinct id that stays the same across its restarts (e.g. a StatefulSet pod's
+     * name): two live instances with the same id would release each other's claims, and entries
+     * could then be delivered twice at once. Default none: claims are released by running out.
+     *
+     * @param instanceId 1 to 255 characters, not blank
+     * @return this builder
+     */
+    public Builder instanceId(String instanceId) {
+      Objects.requireNonNull(instanceId, "instanceId");
+      if (instanceId.isBlank() || instanceId.length() > 255) {
+        throw new IdemConfigException(
+            "instanceId must be 1 to 255 characters and not blank, got '" + instanceId + "'");
+      }
+      this.instanceId = instanceId;
       return this;
     }
 

@@ -106,8 +106,9 @@ final class Statements {
   final String enqueue;
 
   /**
-   * PostgreSQL only: claims in one statement. Parameters: queue, now, now, max, claimed until.
-   * Returns id, dedup_key, payload, attempts (after the claim), enqueued_ms, last_error.
+   * PostgreSQL only: claims in one statement. Parameters: queue, now, now, max, claimed until,
+   * claimant (instance id or null), boot id. Returns id, dedup_key, payload, attempts (after the
+   * claim), enqueued_ms, last_error.
    */
   final String claim;
 
@@ -117,8 +118,15 @@ final class Statements {
    */
   final String selectClaimable;
 
-  /** Marks one entry claimed. Parameters: claimed until, id. */
+  /** Marks one entry claimed. Parameters: claimed until, claimant (or null), boot id, id. */
   final String markClaimed;
+
+  /**
+   * Makes claimable at once the entries of a queue claimed (not rescheduled: {@code
+   * claimed_until_ms} is 0 after a reschedule) by this instance id under another boot id.
+   * Parameters: queue, claimant, boot id.
+   */
+  final String releaseEarlierClaims;
 
   /** Parameters: queue, id. */
   final String acknowledge;
@@ -285,7 +293,8 @@ final class Statements {
                 + "LIMIT ? FOR UPDATE SKIP LOCKED)"
                 + " UPDATE "
                 + outbox
-                + " o SET attempts = o.attempts + 1, claimed_until_ms = ? FROM c WHERE o.id = c.id"
+                + " o SET attempts = o.attempts + 1, claimed_until_ms = ?, claimant = ?, boot_id = ?"
+                + " FROM c WHERE o.id = c.id"
                 + " RETURNING o.id, o.dedup_key, o.payload, o.attempts, o.enqueued_ms,"
                 + " o.last_error"
             : "";
@@ -296,7 +305,15 @@ final class Statements {
             + limit
             + " FOR UPDATE SKIP LOCKED";
     markClaimed =
-        "UPDATE " + outbox + " SET attempts = attempts + 1, claimed_until_ms = ? WHERE id = ?";
+        "UPDATE "
+            + outbox
+            + " SET attempts = attempts + 1, claimed_until_ms = ?, claimant = ?, boot_id = ?"
+            + " WHERE id = ?";
+    releaseEarlierClaims =
+        "UPDATE "
+            + outbox
+            + " SET claimed_until_ms = 0 WHERE queue = ? AND claimed_until_ms <> 0"
+            + " AND claimant = ? AND boot_id <> ?";
     acknowledge = "DELETE FROM " + outbox + " WHERE queue = ? AND id = ?";
     reschedule =
         "UPDATE "
@@ -341,7 +358,7 @@ final class Statements {
     probeKeys = "SELECT scope, dedup_key, " + entryColumns + " FROM " + keys + " WHERE 1 = 0";
     probeOutbox =
         "SELECT id, queue, dedup_key, payload, attempts, enqueued_ms, not_before_ms,"
-            + " claimed_until_ms, last_error FROM "
+            + " claimed_until_ms, last_error, claimant, boot_id FROM "
             + outbox
             + " WHERE 1 = 0";
     probeDeadLetters =

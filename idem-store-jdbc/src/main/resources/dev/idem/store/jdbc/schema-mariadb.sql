@@ -36,8 +36,16 @@ CREATE TABLE IF NOT EXISTS ${prefix}outbox (
   not_before_ms BIGINT NOT NULL,
   claimed_until_ms BIGINT NOT NULL DEFAULT 0,
   last_error TEXT NULL,
+  claimant VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+  boot_id VARCHAR(36) CHARACTER SET ascii COLLATE ascii_bin NULL,
   INDEX ${prefix}outbox_queue (queue, id)
 ) ENGINE=InnoDB;
+
+-- Added after the first release: who claimed an entry (the store's instance id, null without one)
+-- and in which run of it (a random id per opened store), so that a restarted instance can release
+-- the claims of its previous life. Tables created before carry them after these statements.
+ALTER TABLE ${prefix}outbox ADD COLUMN IF NOT EXISTS claimant VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL;
+ALTER TABLE ${prefix}outbox ADD COLUMN IF NOT EXISTS boot_id VARCHAR(36) CHARACTER SET ascii COLLATE ascii_bin NULL;
 
 CREATE TABLE IF NOT EXISTS ${prefix}dead_letters (
   id BIGINT NOT NULL PRIMARY KEY,

@@ -33,11 +33,19 @@ CREATE TABLE IF NOT EXISTS ${prefix}outbox (
   enqueued_ms bigint NOT NULL,
   not_before_ms bigint NOT NULL,
   claimed_until_ms bigint NOT NULL DEFAULT 0,
-  last_error text NULL
+  last_error text NULL,
+  claimant varchar(255) NULL,
+  boot_id varchar(36) NULL
 );
 
 -- Claims walk a queue oldest first.
 CREATE INDEX IF NOT EXISTS ${prefix}outbox_queue ON ${prefix}outbox (queue, id);
+
+-- Added after the first release: who claimed an entry (the store's instance id, null without one)
+-- and in which run of it (a random id per opened store), so that a restarted instance can release
+-- the claims of its previous life. Tables created before carry them after these statements.
+ALTER TABLE ${prefix}outbox ADD COLUMN IF NOT EXISTS claimant varchar(255) NULL;
+ALTER TABLE ${prefix}outbox ADD COLUMN IF NOT EXISTS boot_id varchar(36) NULL;
 
 CREATE TABLE IF NOT EXISTS ${prefix}dead_letters (
   id bigint PRIMARY KEY,

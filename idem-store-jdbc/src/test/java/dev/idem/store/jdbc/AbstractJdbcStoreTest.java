@@ -625,6 +625,113 @@ abstract class AbstractJdbcStoreTest {
     assertThat(store.deadLetters("other-queue", 10)).isEmpty();
   }
 
+  // ---- releasing the claims of an earlier life
+  // ----------------------------------------------------
+
+  private List<DedupKey> enqueueMessages(JdbcDedupStore store, String tag, int n) {
+    List<DedupKey> keys = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      DedupKey k = key(tag + "-" + i);
+      store.reserve(reserveReq(k, i + 1));
+      assertThat(store.commitAndEnqueue(commitReq(k, i + 1), message(k, tag + i)))
+          .isEqualTo(SettleResult.APPLIED);
+      keys.add(k);
+    }
+    return keys;
+  }
+
+  @Test
+  void aNewLifeOfAnInstanceReleasesItsEarlierClaimsButKeepsScheduledRetries() {
+    // Given life 1 of instance "a" claimed three entries and rescheduled one of them for later
+    JdbcDedupStore life1 = open(b -> b.instanceId("a"));
+    List<DedupKey> keys = enqueueMessages(life1, "life", 4);
+    List<OutboxRecord> claimed = life1.claim(QUEUE, 3, now(), 600_000);
+    assertThat(claimed).hasSize(3);
+    life1.reschedule(QUEUE, claimed.get(2).id(), now() + 5_000, "HTTP 503");
+
+    // When life 2 of the same instance (same id, same tables) starts
+    JdbcDedupStore life2 = open(b -> b.instanceId("a"));
+    assertThat(life2.releaseClaimsOfEarlierRuns(QUEUE)).isEqualTo(2);
+
+    // Then the claimed entries come back at once, the unclaimed one too; the retry keeps its time
+    List<OutboxRecord> now = life2.claim(QUEUE, 10, now(), 600_000);
+    assertThat(now)
+        .extracting(OutboxRecord::key)
+        .containsExactly(keys.get(0), keys.get(1), keys.get(3));
+    assertThat(now).extracting(OutboxRecord::attempts).containsExactly(2, 2, 1);
+    clock.advanceMillis(4_999);
+    assertThat(life2.claim(QUEUE, 10, now(), 600_000)).isEmpty();
+    clock.advanceMillis(1);
+    assertThat(life2.claim(QUEUE, 10, now(), 600_000))
+        .extracting(OutboxRecord::key)
+        .containsExactly(keys.get(2));
+
+    // And its own claims are not an earlier life's
+    assertThat(life2.releaseClaimsOfEarlierRuns(QUEUE)).isZero();
+    assertThat(life2.claim(QUEUE, 10, now(), 600_000)).isEmpty();
+  }
+
+  @Test
+  void anotherInstanceOrOneWithoutAnIdReleasesNothing() {
+    // Given instance "a" and a store without an instance id each hold claims
+    JdbcDedupStore a = open(b -> b.instanceId("a"));
+    enqueueMessages(a, "mine", 2);
+    assertThat(a.claim(QUEUE, 1, now(), 600_000)).hasSize(1);
+    JdbcDedupStore anonymous = open();
+    assertThat(anonymous.claim(QUEUE, 1, now(), 600_000)).hasSize(1);
+
+    // When instance "b", and later life of the anonymous one, start
+    JdbcDedupStore b = open(x -> x.instanceId("b"));
+    JdbcDedupStore anonymousAgain = open();
+
+    // Then neither releases anything: the claims stay hidden until they run out
+    assertThat(b.releaseClaimsOfEarlierRuns(QUEUE)).isZero();
+    assertThat(anonymousAgain.releaseClaimsOfEarlierRuns(QUEUE)).isZero();
+    assertThat(b.claim(QUEUE, 10, now(), 600_000)).isEmpty();
+    clock.advanceMillis(600_000);
+    assertThat(b.claim(QUEUE, 10, now(), 600_000)).hasSize(2);
+  }
+
+  @Test
+  void anOutboxTableWithoutTheClaimantColumnsIsMigratedOnOpen() throws SQLException {
+    // Given tables as the first schema made them: the outbox without claimant and boot_id
+    for (String ddl : JdbcDedupStore.schemaDdl(db().dialect(), prefix)) {
+      if (!ddl.startsWith("ALTER TABLE")) {
+        execute(ddl.replaceAll(",\\s*claimant [^\\n]*\\n\\s*boot_id [^,\\n]*", ""));
+      }
+    }
+    execute("SELECT claimed_until_ms FROM " + prefix + "outbox");
+    assertThatThrownBy(() -> execute("SELECT claimant FROM " + prefix + "outbox"))
+        .isInstanceOf(SQLException.class);
+
+    if (db() == TestDb.H2) {
+      // H2 is not migrated (see schema-h2.sql): the store refuses the table, naming what to do
+      assertThatThrownBy(() -> open(b -> b.instanceId("a")))
+          .isInstanceOf(StoreException.class)
+          .hasMessageContaining(prefix + "outbox")
+          .hasMessageContaining("docs/stores/jdbc.md");
+      return;
+    }
+
+    // When an instance opens them (twice: the migration is idempotent) and works on them
+    open(b -> b.instanceId("a")).close();
+    JdbcDedupStore life1 = open(b -> b.instanceId("a"));
+    enqueueMessages(life1, "old", 1);
+    assertThat(life1.claim(QUEUE, 1, now(), 600_000)).hasSize(1);
+
+    // Then the columns exist and the next life releases the claim
+    JdbcDedupStore life2 = open(b -> b.instanceId("a"));
+    assertThat(life2.releaseClaimsOfEarlierRuns(QUEUE)).isEqualTo(1);
+    assertThat(life2.claim(QUEUE, 1, now(), 600_000)).hasSize(1);
+  }
+
+  @Test
+  void aBlankOrTooLongInstanceIdIsAConfigError() {
+    JdbcDedupStore.Builder b = JdbcDedupStore.builder(url);
+    assertThatThrownBy(() -> b.instanceId(" ")).hasMessageContaining("instanceId");
+    assertThatThrownBy(() -> b.instanceId("x".repeat(256))).hasMessageContaining("instanceId");
+  }
+
   // ---- sweeping ---------------------------------------------------------------------------------
 
   @Test
