@@ -1,6 +1,8 @@
 package dev.idem.spi;
 
 import java.util.List;
+import java.util.Optional;
+import java.util.OptionalLong;
 
 /**
  * A transactional outbox kept by a store next to its keys, for asynchronous delivery: a service
@@ -117,6 +119,58 @@ public interface OutboxStore {
    * @return the dead letters
    */
   List<DeadLetter> deadLetters(String queue, int limit);
+
+  /**
+   * Lists dead letters of one queue, newest first, in a time range, one page at a time; see {@link
+   * DeadLetterQuery}.
+   *
+   * @param queue the queue
+   * @param query the range, the page's position and its size
+   * @return the dead letters in {@link DeadLetterQuery#NEWEST_FIRST} order (empty if none)
+   */
+  List<DeadLetter> deadLetters(String queue, DeadLetterQuery query);
+
+  /**
+   * Reads one dead letter.
+   *
+   * @param queue the queue
+   * @param id the dead letter's id (the outbox id it had)
+   * @return the dead letter, or empty if the queue has none with that id (never was, requeued or
+   *     purged)
+   */
+  Optional<DeadLetter> findDeadLetter(String queue, long id);
+
+  /**
+   * Moves a dead letter back into the outbox, atomically, for another round of deliveries: an
+   * operator fixed what made it fail. The new entry has the same key and payload (so downstream
+   * gets the same {@code Idempotency-Key}), no attempts, no last error, is due at once, and is
+   * appended at the end of the queue under a new id, enqueued at {@code nowMillis}. The event's
+   * dedup key is not touched: it stays committed, so the requeue bypasses deduplication, and
+   * senders' retries of the event stay duplicates.
+   *
+   * @param queue the queue
+   * @param id the dead letter's id
+   * @param nowMillis the caller's wall-clock time
+   * @return the new outbox entry's id, or empty if the queue has no dead letter with that id
+   */
+  OptionalLong requeueDeadLetter(String queue, long id, long nowMillis);
+
+  /**
+   * Deletes one dead letter for good.
+   *
+   * @param queue the queue
+   * @param id the dead letter's id
+   * @return whether it was there
+   */
+  boolean purgeDeadLetter(String queue, long id);
+
+  /**
+   * Deletes every dead letter of one queue for good; other queues keep theirs.
+   *
+   * @param queue the queue
+   * @return how many were deleted
+   */
+  long purgeDeadLetters(String queue);
 
   /**
    * Lists entries still waiting in one queue (claimed or not), oldest first, with their attempts,

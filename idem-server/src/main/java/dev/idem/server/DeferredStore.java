@@ -5,6 +5,7 @@ import dev.idem.Scope;
 import dev.idem.StoreUnavailableException;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DeadLetterQuery;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
@@ -20,6 +21,8 @@ import dev.idem.spi.StoreCapabilities;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -251,6 +254,31 @@ public final class DeferredStore implements DedupStore, OutboxStore {
   @Override
   public List<DeadLetter> deadLetters(String queue, int limit) {
     return outbox().deadLetters(queue, limit);
+  }
+
+  @Override
+  public List<DeadLetter> deadLetters(String queue, DeadLetterQuery query) {
+    return outbox().deadLetters(queue, query);
+  }
+
+  @Override
+  public Optional<DeadLetter> findDeadLetter(String queue, long id) {
+    return outbox().findDeadLetter(queue, id);
+  }
+
+  @Override
+  public OptionalLong requeueDeadLetter(String queue, long id, long nowMillis) {
+    return outbox().requeueDeadLetter(queue, id, nowMillis);
+  }
+
+  @Override
+  public boolean purgeDeadLetter(String queue, long id) {
+    return outbox().purgeDeadLetter(queue, id);
+  }
+
+  @Override
+  public long purgeDeadLetters(String queue) {
+    return outbox().purgeDeadLetters(queue);
   }
 
   @Override

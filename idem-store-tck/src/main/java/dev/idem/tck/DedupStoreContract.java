@@ -40,8 +40,8 @@ import org.junit.jupiter.api.Nested;
  * ({@code Batches}); concurrency storms ({@code Concurrency}); a seeded randomized comparison with
  * {@link DedupStateMachine} ({@code RandomizedModel}); LRU bounds ({@code BoundedKeys}); restarts
  * ({@code Durability}); {@code sweepExpired} ({@code Sweeping}); the {@link OutboxStore} ({@code
- * Outbox}); the {@code Deduplicator} facade on the store ({@code Facade}); and the basics ({@code
- * Misuse}).
+ * Outbox}) and its dead letters ({@code DeadLetters}); the {@code Deduplicator} facade on the store
+ * ({@code Facade}); and the basics ({@code Misuse}).
  *
  * <p>How the suite runs, so that a store on a shared server passes it:
  *
@@ -220,6 +220,14 @@ public abstract class DedupStoreContract {
   @Nested
   class Outbox extends OutboxChecks {
     Outbox() {
+      super(fixture);
+    }
+  }
+
+  /** Capability {@code outbox}: listing, requeueing and purging dead letters. */
+  @Nested
+  class DeadLetters extends DeadLetterChecks {
+    DeadLetters() {
       super(fixture);
     }
   }

@@ -339,6 +339,27 @@ final class MutantStores {
     }
   }
 
+  // ---- a requeued dead letter keeps its attempts and error (so it is dead again at once) ----
+
+  static final class RequeueKeepsAttempts extends ReferenceStore {
+    RequeueKeepsAttempts(Storage storage) {
+      super(storage, Integer.MAX_VALUE, ReferenceStore.all());
+    }
+
+    @Override
+    Item requeued(Item fresh, dev.idem.spi.DeadLetter from) {
+      fresh.attempts = from.attempts();
+      fresh.lastError = from.reason();
+      return fresh;
+    }
+  }
+
+  static final class RequeueKeepsAttemptsContract extends MutantContract {
+    RequeueKeepsAttemptsContract() {
+      super(RequeueKeepsAttempts::new);
+    }
+  }
+
   // ---- a bounded store that evicts in insertion order (a hit is not a use) ----
 
   static final class FifoEviction extends ReferenceStore {

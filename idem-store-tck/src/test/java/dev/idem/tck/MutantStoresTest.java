@@ -15,6 +15,7 @@ import dev.idem.tck.MutantStores.LosesEmptyResultContract;
 import dev.idem.tck.MutantStores.NoSlidingRefreshContract;
 import dev.idem.tck.MutantStores.PendingClaimsContract;
 import dev.idem.tck.MutantStores.ReleaseIgnoresTokenContract;
+import dev.idem.tck.MutantStores.RequeueKeepsAttemptsContract;
 import dev.idem.tck.MutantStores.SnapshotBatchContract;
 import java.util.ArrayList;
 import java.util.List;
@@ -92,6 +93,10 @@ class MutantStoresTest {
             PendingClaimsContract.class,
             DedupStoreContract.Outbox.class,
             "pendingListsWaitingEntriesWithAttemptsNextAttemptAndLastErrorAndChangesNothing"),
+        Arguments.of(
+            RequeueKeepsAttemptsContract.class,
+            DedupStoreContract.DeadLetters.class,
+            "requeueMovesTheDeadLetterBackUntriedAndLeavesTheKeyCommitted"),
         Arguments.of(
             FifoEvictionContract.class,
             DedupStoreContract.BoundedKeys.class,

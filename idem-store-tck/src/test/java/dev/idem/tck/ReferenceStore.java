@@ -4,6 +4,7 @@ import dev.idem.DedupKey;
 import dev.idem.Scope;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DeadLetterQuery;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStateMachine.Transition;
 import dev.idem.spi.DedupStore;
@@ -25,6 +26,8 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.TreeMap;
 import org.jspecify.annotations.Nullable;
 
@@ -320,6 +323,73 @@ class ReferenceStore implements DedupStore, OutboxStore {
       open();
       List<DeadLetter> all = storage.deadLetters.getOrDefault(queue, List.of());
       return List.copyOf(all.subList(0, Math.min(limit, all.size())));
+    }
+  }
+
+  @Override
+  public List<DeadLetter> deadLetters(String queue, DeadLetterQuery query) {
+    synchronized (storage) {
+      open();
+      List<DeadLetter> out = new ArrayList<>();
+      for (DeadLetter d : storage.deadLetters.getOrDefault(queue, List.of())) {
+        if (query.matches(d)) {
+          out.add(d);
+        }
+      }
+      out.sort(DeadLetterQuery.NEWEST_FIRST);
+      return List.copyOf(out.subList(0, Math.min(query.limit(), out.size())));
+    }
+  }
+
+  @Override
+  public Optional<DeadLetter> findDeadLetter(String queue, long id) {
+    synchronized (storage) {
+      open();
+      return storage.deadLetters.getOrDefault(queue, List.of()).stream()
+          .filter(d -> d.id() == id)
+          .findFirst();
+    }
+  }
+
+  @Override
+  public OptionalLong requeueDeadLetter(String queue, long id, long nowMillis) {
+    synchronized (storage) {
+      Optional<DeadLetter> found = findDeadLetter(queue, id);
+      if (found.isEmpty()) {
+        return OptionalLong.empty();
+      }
+      DeadLetter d = found.get();
+      storage.deadLetters.get(queue).remove(d);
+      long newId = ++storage.nextId;
+      queue(queue)
+          .put(
+              newId,
+              requeued(
+                  new Item(newId, new OutboxMessage(queue, d.key(), d.payload()), nowMillis), d));
+      return OptionalLong.of(newId);
+    }
+  }
+
+  /** The outbox entry a requeued dead letter becomes; mutants change it. */
+  Item requeued(Item fresh, DeadLetter from) {
+    return fresh;
+  }
+
+  @Override
+  public boolean purgeDeadLetter(String queue, long id) {
+    synchronized (storage) {
+      open();
+      List<DeadLetter> list = storage.deadLetters.get(queue);
+      return list != null && list.removeIf(d -> d.id() == id);
+    }
+  }
+
+  @Override
+  public long purgeDeadLetters(String queue) {
+    synchronized (storage) {
+      open();
+      List<DeadLetter> list = storage.deadLetters.remove(queue);
+      return list == null ? 0 : list.size();
     }
   }
 

@@ -7,6 +7,7 @@ import dev.idem.Scope;
 import dev.idem.StoreException;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DeadLetterQuery;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.ExtendRequest;
@@ -25,6 +26,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
@@ -772,6 +775,61 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   public List<DeadLetter> deadLetters(String queue, int limit) {
     OutboxQueue q = existingQueue(queue);
     return q == null || limit <= 0 ? List.of() : q.deadLetters(limit);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * @throws IllegalStateException if the store is closed
+   */
+  @Override
+  public List<DeadLetter> deadLetters(String queue, DeadLetterQuery query) {
+    OutboxQueue q = existingQueue(queue);
+    return q == null ? List.of() : q.deadLetters(query);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * @throws IllegalStateException if the store is closed
+   */
+  @Override
+  public Optional<DeadLetter> findDeadLetter(String queue, long id) {
+    OutboxQueue q = existingQueue(queue);
+    return q == null ? Optional.empty() : q.findDeadLetter(id);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * @throws IllegalStateException if the store is closed
+   */
+  @Override
+  public OptionalLong requeueDeadLetter(String queue, long id, long nowMillis) {
+    OutboxQueue q = existingQueue(queue);
+    return q == null ? OptionalLong.empty() : q.requeue(id, nowMillis);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * @throws IllegalStateException if the store is closed
+   */
+  @Override
+  public boolean purgeDeadLetter(String queue, long id) {
+    OutboxQueue q = existingQueue(queue);
+    return q != null && q.purgeDeadLetter(id);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * @throws IllegalStateException if the store is closed
+   */
+  @Override
+  public long purgeDeadLetters(String queue) {
+    OutboxQueue q = existingQueue(queue);
+    return q == null ? 0 : q.purgeDeadLetters();
   }
 
   /**

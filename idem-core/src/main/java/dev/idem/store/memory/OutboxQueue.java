@@ -2,6 +2,7 @@ package dev.idem.store.memory;
 
 import dev.idem.DedupKey;
 import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DeadLetterQuery;
 import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.PendingEntry;
 import java.util.ArrayDeque;
@@ -9,6 +10,8 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Optional;
+import java.util.OptionalLong;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -105,6 +108,50 @@ final class OutboxQueue {
       out.add(d);
     }
     return out;
+  }
+
+  synchronized List<DeadLetter> deadLetters(DeadLetterQuery query) {
+    List<DeadLetter> out = new ArrayList<>();
+    for (DeadLetter d : deadLetters) {
+      if (query.matches(d)) {
+        out.add(d);
+      }
+    }
+    out.sort(DeadLetterQuery.NEWEST_FIRST);
+    return out.size() > query.limit() ? List.copyOf(out.subList(0, query.limit())) : out;
+  }
+
+  synchronized Optional<DeadLetter> findDeadLetter(long id) {
+    for (DeadLetter d : deadLetters) {
+      if (d.id() == id) {
+        return Optional.of(d);
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** Moves a dead letter back to the end of the queue, untried, under a new id. */
+  synchronized OptionalLong requeue(long id, long nowMillis) {
+    for (Iterator<DeadLetter> it = deadLetters.iterator(); it.hasNext(); ) {
+      DeadLetter d = it.next();
+      if (d.id() == id) {
+        it.remove();
+        long newId = ++lastId;
+        entries.put(newId, new Entry(newId, d.key(), d.payload(), nowMillis));
+        return OptionalLong.of(newId);
+      }
+    }
+    return OptionalLong.empty();
+  }
+
+  synchronized boolean purgeDeadLetter(long id) {
+    return deadLetters.removeIf(d -> d.id() == id);
+  }
+
+  synchronized long purgeDeadLetters() {
+    long n = deadLetters.size();
+    deadLetters.clear();
+    return n;
   }
 
   synchronized List<PendingEntry> pending(int limit) {

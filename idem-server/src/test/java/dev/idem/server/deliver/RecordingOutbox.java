@@ -3,6 +3,7 @@ package dev.idem.server.deliver;
 import dev.idem.StoreUnavailableException;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DeadLetterQuery;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.OutboxStore;
@@ -12,6 +13,8 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
 
 /**
  * Passes every call to a real outbox and records what the dispatcher asked for: which entries it
@@ -112,6 +115,31 @@ final class RecordingOutbox implements OutboxStore {
   @Override
   public long releaseClaimsOfEarlierRuns(String queue) {
     return delegate.releaseClaimsOfEarlierRuns(queue);
+  }
+
+  @Override
+  public List<DeadLetter> deadLetters(String queue, DeadLetterQuery query) {
+    return delegate.deadLetters(queue, query);
+  }
+
+  @Override
+  public Optional<DeadLetter> findDeadLetter(String queue, long id) {
+    return delegate.findDeadLetter(queue, id);
+  }
+
+  @Override
+  public OptionalLong requeueDeadLetter(String queue, long id, long nowMillis) {
+    return delegate.requeueDeadLetter(queue, id, nowMillis);
+  }
+
+  @Override
+  public boolean purgeDeadLetter(String queue, long id) {
+    return delegate.purgeDeadLetter(queue, id);
+  }
+
+  @Override
+  public long purgeDeadLetters(String queue) {
+    return delegate.purgeDeadLetters(queue);
   }
 
   @Override

@@ -5,6 +5,7 @@ import dev.idem.Scope;
 import dev.idem.StoreUnavailableException;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DeadLetterQuery;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
@@ -19,6 +20,8 @@ import dev.idem.spi.SettleResult;
 import dev.idem.spi.StoreCapabilities;
 import dev.idem.store.memory.MemoryDedupStore;
 import java.util.List;
+import java.util.Optional;
+import java.util.OptionalLong;
 
 /**
  * The real memory store behind an off switch: while {@link #down(boolean) down}, every call throws
@@ -151,6 +154,36 @@ public final class SwitchableStore implements DedupStore, OutboxStore {
   public List<DeadLetter> deadLetters(String queue, int limit) {
     check();
     return store.deadLetters(queue, limit);
+  }
+
+  @Override
+  public List<DeadLetter> deadLetters(String queue, DeadLetterQuery query) {
+    check();
+    return store.deadLetters(queue, query);
+  }
+
+  @Override
+  public Optional<DeadLetter> findDeadLetter(String queue, long id) {
+    check();
+    return store.findDeadLetter(queue, id);
+  }
+
+  @Override
+  public OptionalLong requeueDeadLetter(String queue, long id, long nowMillis) {
+    check();
+    return store.requeueDeadLetter(queue, id, nowMillis);
+  }
+
+  @Override
+  public boolean purgeDeadLetter(String queue, long id) {
+    check();
+    return store.purgeDeadLetter(queue, id);
+  }
+
+  @Override
+  public long purgeDeadLetters(String queue) {
+    check();
+    return store.purgeDeadLetters(queue);
   }
 
   @Override

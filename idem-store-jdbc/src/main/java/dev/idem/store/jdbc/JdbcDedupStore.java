@@ -13,6 +13,7 @@ import dev.idem.StoreUnavailableException;
 import dev.idem.TimeSource;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DeadLetterQuery;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.ExtendRequest;
@@ -46,6 +47,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.UUID;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -1155,6 +1158,138 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
           }
           return out;
         });
+  }
+
+  @Override
+  public List<DeadLetter> deadLetters(String queue, DeadLetterQuery query) {
+    ensureOpen();
+    checkQueue(queue);
+    return exec.read(
+        "deadLetters",
+        c -> {
+          List<DeadLetter> out = new ArrayList<>();
+          try (PreparedStatement ps = c.prepareStatement(sql.deadLettersPage)) {
+            ps.setString(1, queue);
+            ps.setLong(2, query.sinceMillis());
+            ps.setLong(3, query.untilMillis());
+            ps.setLong(4, query.beforeDeadAtMillis());
+            ps.setLong(5, query.beforeDeadAtMillis());
+            ps.setLong(6, query.beforeId());
+            ps.setInt(7, query.limit());
+            try (ResultSet rs = ps.executeQuery()) {
+              while (rs.next()) {
+                out.add(deadLetterAt(rs, queue));
+              }
+            }
+          }
+          return out;
+        });
+  }
+
+  @Override
+  public Optional<DeadLetter> findDeadLetter(String queue, long id) {
+    ensureOpen();
+    checkQueue(queue);
+    return exec.read(
+        "findDeadLetter",
+        c -> {
+          try (PreparedStatement ps = c.prepareStatement(sql.deadLetterById)) {
+            ps.setString(1, queue);
+            ps.setLong(2, id);
+            try (ResultSet rs = ps.executeQuery()) {
+              return rs.next() ? Optional.of(deadLetterAt(rs, queue)) : Optional.empty();
+            }
+          }
+        });
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>One transaction: lock the dead letter's row, append it to the outbox, delete it.
+   */
+  @Override
+  public OptionalLong requeueDeadLetter(String queue, long id, long nowMillis) {
+    ensureOpen();
+    checkQueue(queue);
+    return exec.transaction(
+        "requeueDeadLetter",
+        c -> {
+          DeadLetter d;
+          try (PreparedStatement lock = c.prepareStatement(sql.lockDeadLetter)) {
+            lock.setString(1, queue);
+            lock.setLong(2, id);
+            try (ResultSet rs = lock.executeQuery()) {
+              if (!rs.next()) {
+                return OptionalLong.empty();
+              }
+              d = deadLetterAt(rs, queue);
+            }
+          }
+          long newId;
+          try (PreparedStatement ps = c.prepareStatement(sql.enqueue, new String[] {"id"})) {
+            ps.setString(1, queue);
+            ps.setBytes(2, d.key().toBytes());
+            ps.setBytes(3, d.payload());
+            ps.setLong(4, nowMillis);
+            ps.setLong(5, nowMillis);
+            ps.executeUpdate();
+            try (ResultSet keys = ps.getGeneratedKeys()) {
+              if (!keys.next()) {
+                throw new SQLException("the outbox insert returned no id");
+              }
+              newId = keys.getLong(1);
+            }
+          }
+          try (PreparedStatement delete = c.prepareStatement(sql.deleteDeadLetter)) {
+            delete.setString(1, queue);
+            delete.setLong(2, id);
+            delete.executeUpdate();
+          }
+          return OptionalLong.of(newId);
+        });
+  }
+
+  @Override
+  public boolean purgeDeadLetter(String queue, long id) {
+    ensureOpen();
+    checkQueue(queue);
+    return exec.write(
+        "purgeDeadLetter",
+        c -> {
+          try (PreparedStatement ps = c.prepareStatement(sql.deleteDeadLetter)) {
+            ps.setString(1, queue);
+            ps.setLong(2, id);
+            return ps.executeUpdate() > 0;
+          }
+        });
+  }
+
+  @Override
+  public long purgeDeadLetters(String queue) {
+    ensureOpen();
+    checkQueue(queue);
+    return exec.write(
+        "purgeDeadLetters",
+        c -> {
+          try (PreparedStatement ps = c.prepareStatement(sql.deleteDeadLetters)) {
+            ps.setString(1, queue);
+            return (long) ps.executeUpdate();
+          }
+        });
+  }
+
+  /** Reads id, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason. */
+  private static DeadLetter deadLetterAt(ResultSet rs, String queue) throws SQLException {
+    return new DeadLetter(
+        rs.getLong(1),
+        queue,
+        DedupKey.ofDigest(rs.getBytes(2)),
+        rs.getBytes(3),
+        rs.getInt(4),
+        rs.getLong(5),
+        rs.getLong(6),
+        rs.getString(7));
   }
 
   @Override

@@ -153,6 +153,24 @@ final class Statements {
   final String deadLettersOf;
 
   /**
+   * Newest first. Parameters: queue, since, until, before dead at, before dead at, before id,
+   * limit.
+   */
+  final String deadLettersPage;
+
+  /** Parameters: queue, id. Returns the columns of {@link #deadLettersOf}. */
+  final String deadLetterById;
+
+  /** The same, row-locked. Parameters: queue, id. */
+  final String lockDeadLetter;
+
+  /** Parameters: queue, id. */
+  final String deleteDeadLetter;
+
+  /** Parameters: queue. */
+  final String deleteDeadLetters;
+
+  /**
    * Parameters: queue, limit. Returns id, dedup_key, payload, attempts, enqueued_ms, not_before_ms,
    * claimed_until_ms, last_error, in id order.
    */
@@ -346,6 +364,19 @@ final class Statements {
             + deadLetters
             + " WHERE queue = ? ORDER BY dead_ms, id "
             + limit;
+    String deadColumns =
+        "SELECT id, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason FROM ";
+    deadLettersPage =
+        deadColumns
+            + deadLetters
+            + " WHERE queue = ? AND dead_ms >= ? AND dead_ms < ?"
+            + " AND (dead_ms < ? OR (dead_ms = ? AND id < ?))"
+            + " ORDER BY dead_ms DESC, id DESC "
+            + limit;
+    deadLetterById = deadColumns + deadLetters + " WHERE queue = ? AND id = ?";
+    lockDeadLetter = deadLetterById + " FOR UPDATE";
+    deleteDeadLetter = "DELETE FROM " + deadLetters + " WHERE queue = ? AND id = ?";
+    deleteDeadLetters = "DELETE FROM " + deadLetters + " WHERE queue = ?";
     pendingOf =
         "SELECT id, dedup_key, payload, attempts, enqueued_ms, not_before_ms, claimed_until_ms,"
             + " last_error FROM "

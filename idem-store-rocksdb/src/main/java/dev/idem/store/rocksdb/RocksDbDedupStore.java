@@ -9,6 +9,7 @@ import dev.idem.StoreUnavailableException;
 import dev.idem.TimeSource;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DeadLetterQuery;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStateMachine.Transition;
 import dev.idem.spi.DedupStore;
@@ -33,6 +34,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -787,6 +790,163 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
       throw failure("deadLetters", e, false);
     } catch (MalformedValueException e) {
       throw corrupt("dead letters of queue '" + queue + "'", e);
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: reads every dead letter of the queue and sorts them, so a page costs time in
+   * proportion to the queue's dead letters.
+   */
+  @Override
+  public List<DeadLetter> deadLetters(String queue, DeadLetterQuery query) {
+    byte[] prefix = OutboxCodec.queuePrefix(queue);
+    enter();
+    try (Scan scan = new Scan(db, deadLetters, prefix, OutboxCodec.queueUpper(prefix))) {
+      List<DeadLetter> out = new ArrayList<>();
+      for (RocksIterator it = scan.iterator; it.isValid(); it.next()) {
+        DeadLetter d = OutboxCodec.decodeDead(OutboxCodec.id(it.key()), queue, it.value());
+        if (query.matches(d)) {
+          out.add(d);
+        }
+      }
+      scan.check();
+      out.sort(DeadLetterQuery.NEWEST_FIRST);
+      return out.size() > query.limit() ? List.copyOf(out.subList(0, query.limit())) : out;
+    } catch (RocksDBException e) {
+      throw failure("deadLetters", e, false);
+    } catch (MalformedValueException e) {
+      throw corrupt("dead letters of queue '" + queue + "'", e);
+    } finally {
+      exit();
+    }
+  }
+
+  @Override
+  public Optional<DeadLetter> findDeadLetter(String queue, long id) {
+    byte[] key = OutboxCodec.key(OutboxCodec.queuePrefix(queue), id);
+    enter();
+    try {
+      byte[] value = db.get(deadLetters, key);
+      return value == null
+          ? Optional.empty()
+          : Optional.of(OutboxCodec.decodeDead(id, queue, value));
+    } catch (RocksDBException e) {
+      throw failure("findDeadLetter", e, false);
+    } catch (MalformedValueException e) {
+      throw corrupt("dead letter " + id + " of queue '" + queue + "'", e);
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: the dead letter's removal and the new outbox entry are one write batch under the
+   * queue's lock, durable when this returns.
+   */
+  @Override
+  public OptionalLong requeueDeadLetter(String queue, long id, long nowMillis) {
+    byte[] prefix = OutboxCodec.queuePrefix(queue);
+    byte[] key = OutboxCodec.key(prefix, id);
+    enter();
+    boolean writing = false;
+    try {
+      long newId;
+      ReentrantLock lock = queueLock(queue);
+      lock.lock();
+      try {
+        byte[] value = db.get(deadLetters, key);
+        if (value == null) {
+          return OptionalLong.empty();
+        }
+        DeadLetter d = OutboxCodec.decodeDead(id, queue, value);
+        newId = nextOutboxId();
+        Mutations step = new Mutations();
+        step.delete(deadLetters, key);
+        step.put(
+            outbox,
+            OutboxCodec.key(prefix, newId),
+            OutboxCodec.encode(new OutboxCodec.Entry(0, nowMillis, 0, d.key(), null, d.payload())));
+        writing = true;
+        writer.writeBuffered(step);
+      } finally {
+        lock.unlock();
+      }
+      writer.awaitDurable();
+      return OptionalLong.of(newId);
+    } catch (RocksDBException e) {
+      throw failure("requeueDeadLetter", e, writing);
+    } catch (MalformedValueException e) {
+      throw corrupt("dead letter " + id + " of queue '" + queue + "'", e);
+    } finally {
+      exit();
+    }
+  }
+
+  @Override
+  public boolean purgeDeadLetter(String queue, long id) {
+    byte[] key = OutboxCodec.key(OutboxCodec.queuePrefix(queue), id);
+    enter();
+    boolean writing = false;
+    try {
+      ReentrantLock lock = queueLock(queue);
+      lock.lock();
+      try {
+        if (db.get(deadLetters, key) == null) {
+          return false;
+        }
+        Mutations step = new Mutations();
+        step.delete(deadLetters, key);
+        writing = true;
+        writer.writeBuffered(step);
+      } finally {
+        lock.unlock();
+      }
+      writer.awaitDurable();
+      return true;
+    } catch (RocksDBException e) {
+      throw failure("purgeDeadLetter", e, writing);
+    } finally {
+      exit();
+    }
+  }
+
+  @Override
+  public long purgeDeadLetters(String queue) {
+    byte[] prefix = OutboxCodec.queuePrefix(queue);
+    enter();
+    boolean writing = false;
+    try {
+      long purged = 0;
+      ReentrantLock lock = queueLock(queue);
+      lock.lock();
+      try {
+        Mutations step = new Mutations();
+        try (Scan scan = new Scan(db, deadLetters, prefix, OutboxCodec.queueUpper(prefix))) {
+          for (RocksIterator it = scan.iterator; it.isValid(); it.next()) {
+            step.delete(deadLetters, it.key());
+            purged++;
+          }
+          scan.check();
+        }
+        if (!step.isEmpty()) {
+          writing = true;
+          writer.writeBuffered(step);
+        }
+      } finally {
+        lock.unlock();
+      }
+      if (writing) {
+        writer.awaitDurable();
+      }
+      return purged;
+    } catch (RocksDBException e) {
+      throw failure("purgeDeadLetters", e, writing);
     } finally {
       exit();
     }
