@@ -1,5 +1,7 @@
 package dev.idem.server;
 
+import dev.idem.TimeSource;
+import dev.idem.server.admin.Explainer;
 import dev.idem.server.config.HttpLimits;
 import dev.idem.server.config.ServerSettings;
 import dev.idem.server.http.AdminApi;
@@ -8,9 +10,11 @@ import dev.idem.server.http.HealthCheck;
 import dev.idem.server.http.IdemHandler;
 import dev.idem.server.http.JsonErrorHandler;
 import dev.idem.server.logging.AccessLog;
+import dev.idem.server.metrics.DecisionSampler;
 import dev.idem.server.pipeline.Pipeline;
 import java.net.URI;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.eclipse.jetty.http.UriCompliance;
 import org.eclipse.jetty.server.HttpConfiguration;
@@ -50,6 +54,7 @@ public final class IdemServer implements AutoCloseable {
   private final ServiceRuntime runtime;
   private final ServerSettings settings;
   private final boolean virtualThreads;
+  private final @Nullable AdminApi admin;
 
   private IdemServer(ServerSettings settings, ServiceRuntime runtime) {
     this.settings = settings;
@@ -95,15 +100,27 @@ public final class IdemServer implements AutoCloseable {
 
     Map<String, Pipeline> byId = new LinkedHashMap<>();
     runtime.pipelines().forEach(p -> byId.put(p.id(), p));
-    AdminApi admin =
+    this.admin =
         settings.adminToken() == null
             ? null
-            : new AdminApi(settings.adminToken(), byId, runtime.metrics(), runtime.outboxDecoder());
+            : new AdminApi(
+                settings.adminToken(),
+                byId,
+                runtime.metrics(),
+                runtime.outboxDecoder(),
+                p -> Explainer.of(p, new DefaultEdge(), TimeSource.system()),
+                new DecisionSampler(
+                    runtime.metrics(),
+                    List.copyOf(byId.keySet()),
+                    TimeSource.system(),
+                    DecisionSampler.DEFAULT_INTERVAL,
+                    DecisionSampler.DEFAULT_SAMPLES),
+                TimeSource.system());
     IdemHandler handler =
         new IdemHandler(
             runtime.pipelines(),
             runtime.metrics(),
-            admin,
+            this.admin,
             new HealthCheck(runtime.stores()),
             runtime.prometheus(),
             limits,
@@ -270,6 +287,9 @@ public final class IdemServer implements AutoCloseable {
       jetty.stop();
     } catch (Exception e) {
       LOG.warn("stopping the HTTP listener failed: {}", e.toString());
+    }
+    if (admin != null) {
+      admin.close();
     }
     runtime.close();
     LOG.info("idem stopped");

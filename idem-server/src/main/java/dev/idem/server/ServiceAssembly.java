@@ -79,7 +79,7 @@ public final class ServiceAssembly {
    */
   public static ServiceRuntime assemble(IdemConfig config, Edge edge, TimeSource time) {
     PrometheusMeterRegistry prometheus = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    IdemMetrics metrics = new IdemMetrics(prometheus);
+    IdemMetrics metrics = new IdemMetrics(prometheus, time);
     List<AutoCloseable> background = new ArrayList<>();
     JvmGcMetrics gc = new JvmGcMetrics();
     gc.bindTo(prometheus);

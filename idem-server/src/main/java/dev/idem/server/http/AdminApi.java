@@ -1,6 +1,7 @@
 package dev.idem.server.http;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -8,24 +9,36 @@ import dev.idem.DedupKey;
 import dev.idem.Deduplicator;
 import dev.idem.KeyDerivationException;
 import dev.idem.StoreUnavailableException;
+import dev.idem.TimeSource;
+import dev.idem.key.Principal;
+import dev.idem.server.admin.Explainer;
 import dev.idem.server.deliver.Delivery;
+import dev.idem.server.metrics.DecisionSampler;
 import dev.idem.server.metrics.IdemMetrics;
+import dev.idem.server.metrics.RecentDecisions;
 import dev.idem.server.pipeline.Answer;
 import dev.idem.server.pipeline.EventKeys;
 import dev.idem.server.pipeline.Pipeline;
 import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DeadLetterQuery;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxStore;
 import dev.idem.spi.PendingEntry;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.function.BiFunction;
 import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -42,8 +55,27 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code DELETE /admin/pipelines/{id}/keys}: forget every key of the pipeline;
  *   <li>{@code GET /admin/pipelines/{id}/dead-letters?limit=N}: deliveries given up;
  *   <li>{@code GET /admin/pipelines/{id}/outbox?limit=N}: deliveries still waiting (async), oldest
- *       first, each with its attempts, when it may be tried next and its last error.
+ *       first, each with its attempts, when it may be tried next and its last error;
+ *   <li>{@code GET /admin/pipelines/{id}/dead-letters?limit=N&since=T&until=T&after=C}: deliveries
+ *       given up, newest first, in a time range (ISO-8601 or epoch milliseconds), a page at a time
+ *       ({@code next} is the {@code after} of the next page);
+ *   <li>{@code GET|DELETE /admin/pipelines/{id}/dead-letters/{n}}: one dead letter (event, key,
+ *       attempts, last error, downstream status), or purge it; {@code DELETE
+ *       /admin/pipelines/{id}/dead-letters}: purge all of the pipeline's;
+ *   <li>{@code POST /admin/pipelines/{id}/dead-letters/{n}/requeue}: deliver it again through the
+ *       outbox, with the same {@code Idempotency-Key}; the key stays committed (dedup is bypassed);
+ *   <li>{@code POST /admin/pipelines/{id}/keys/{key}/redeliver}: requeue the dead letter of a
+ *       committed key, where the pipeline still keeps its event;
+ *   <li>{@code POST /admin/pipelines/{id}/explain} with {@code {"body": "...", "headers": {...},
+ *       "principals": [{"issuer": "...", "subject": "..."}]}}: what the pipeline would do with that
+ *       event and why, changing nothing ({@link Explainer});
+ *   <li>{@code GET /admin/pipelines}: each pipeline's source, store, delivery mode, counts and
+ *       outbox depth; {@code GET /admin/pipelines/{id}/decisions?limit=N}: its recent decisions;
+ *       {@code GET /admin/pipelines/{id}/series}: its counters sampled over the last minutes, as
+ *       rates per second (for the console's chart).
  * </ul>
+ *
+ * <p>Requeues, redeliveries and purges are logged at INFO like forgets.
  *
  * <p>Forgetting a key and clearing a pipeline are logged at INFO with who did it ({@code
  * token=sha256:<first 12 hex digits of the token's SHA-256>}, never the token) and how many keys
@@ -54,7 +86,7 @@ import org.slf4j.LoggerFactory;
  * and the only form for pipelines keyed by the body hash). The token is compared in constant time
  * (over SHA-256 digests, so not even its length leaks).
  */
-public final class AdminApi {
+public final class AdminApi implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private static final Logger LOG = LoggerFactory.getLogger(AdminApi.class);
@@ -64,9 +96,14 @@ public final class AdminApi {
   private final Map<String, Pipeline> pipelines;
   private final IdemMetrics metrics;
   private final Function<byte[], Delivery> outboxDecoder;
+  private final Function<Pipeline, Explainer> explainers;
+  private final Map<String, Explainer> explainerCache =
+      new java.util.concurrent.ConcurrentHashMap<>();
+  private final @Nullable DecisionSampler sampler;
+  private final TimeSource time;
 
   /**
-   * Creates the API.
+   * Creates the API without a sampler, explaining with no signature check or transform.
    *
    * @param token the bearer token
    * @param pipelines the pipelines by id, in config order
@@ -78,11 +115,52 @@ public final class AdminApi {
       Map<String, Pipeline> pipelines,
       IdemMetrics metrics,
       Function<byte[], Delivery> outboxDecoder) {
+    this(
+        token,
+        pipelines,
+        metrics,
+        outboxDecoder,
+        p -> new Explainer(p, null, null, TimeSource.system()),
+        null,
+        TimeSource.system());
+  }
+
+  /**
+   * Creates the API.
+   *
+   * @param token the bearer token
+   * @param pipelines the pipelines by id, in config order
+   * @param metrics the counters behind {@code /admin/stats}
+   * @param outboxDecoder turns an outbox payload back into the delivery, for dead letters
+   * @param explainers makes a pipeline's explainer (called once per pipeline, when first needed)
+   * @param sampler the counters' samples behind {@code /series}, or null for none; closed by {@link
+   *     #close()}
+   * @param time the clock of requeues
+   */
+  public AdminApi(
+      String token,
+      Map<String, Pipeline> pipelines,
+      IdemMetrics metrics,
+      Function<byte[], Delivery> outboxDecoder,
+      Function<Pipeline, Explainer> explainers,
+      @Nullable DecisionSampler sampler,
+      TimeSource time) {
     this.tokenDigest = sha256(token);
     this.tokenId = "sha256:" + HexFormat.of().formatHex(tokenDigest, 0, 6);
     this.pipelines = pipelines;
     this.metrics = metrics;
     this.outboxDecoder = outboxDecoder;
+    this.explainers = explainers;
+    this.sampler = sampler;
+    this.time = time;
+  }
+
+  /** Stops the sampler. */
+  @Override
+  public void close() {
+    if (sampler != null) {
+      sampler.close();
+    }
   }
 
   private static byte[] sha256(String s) {
@@ -115,9 +193,26 @@ public final class AdminApi {
    * @return the answer
    */
   public Answer handle(String method, List<String> segments, Map<String, String> query) {
+    return handle(method, segments, query, new byte[0]);
+  }
+
+  /**
+   * Handles an authorized admin request with a body.
+   *
+   * @param method the HTTP method
+   * @param segments the decoded path segments after {@code /admin}
+   * @param query the decoded query parameters
+   * @param body the request body (empty if none)
+   * @return the answer
+   */
+  public Answer handle(
+      String method, List<String> segments, Map<String, String> query, byte[] body) {
     try {
       if (segments.size() == 1 && segments.get(0).equals("stats")) {
         return method.equals("GET") ? stats() : notAllowed("GET");
+      }
+      if (segments.size() == 1 && segments.get(0).equals("pipelines")) {
+        return method.equals("GET") ? pipelineList() : notAllowed("GET");
       }
       if (segments.size() >= 3 && segments.get(0).equals("pipelines")) {
         Pipeline p = pipelines.get(segments.get(1));
@@ -141,8 +236,49 @@ public final class AdminApi {
             default -> notAllowed("GET, DELETE");
           };
         }
+        if (what.equals("keys") && segments.size() == 5 && segments.get(4).equals("redeliver")) {
+          return method.equals("POST")
+              ? redeliver(p, segments.get(3), "digest".equals(query.get("form")))
+              : notAllowed("POST");
+        }
         if (what.equals("dead-letters") && segments.size() == 3) {
-          return method.equals("GET") ? deadLetters(p, query.get("limit")) : notAllowed("GET");
+          return switch (method) {
+            case "GET" -> deadLetters(p, query);
+            case "DELETE" -> purgeAll(p);
+            default -> notAllowed("GET, DELETE");
+          };
+        }
+        if (what.equals("dead-letters") && segments.size() >= 4) {
+          long id;
+          try {
+            id = Long.parseLong(segments.get(3));
+          } catch (NumberFormatException e) {
+            return Answer.error(
+                400,
+                "bad_id",
+                "'"
+                    + segments.get(3)
+                    + "' is not a dead letter id; the listing gives each one's id");
+          }
+          if (segments.size() == 4) {
+            return switch (method) {
+              case "GET" -> deadLetter(p, id);
+              case "DELETE" -> purge(p, id);
+              default -> notAllowed("GET, DELETE");
+            };
+          }
+          if (segments.size() == 5 && segments.get(4).equals("requeue")) {
+            return method.equals("POST") ? requeue(p, id) : notAllowed("POST");
+          }
+        }
+        if (what.equals("explain") && segments.size() == 3) {
+          return method.equals("POST") ? explain(p, body) : notAllowed("POST");
+        }
+        if (what.equals("decisions") && segments.size() == 3) {
+          return method.equals("GET") ? decisions(p, query.get("limit")) : notAllowed("GET");
+        }
+        if (what.equals("series") && segments.size() == 3) {
+          return method.equals("GET") ? series(p) : notAllowed("GET");
         }
         if (what.equals("outbox") && segments.size() == 3) {
           return method.equals("GET") ? pending(p, query.get("limit")) : notAllowed("GET");
@@ -151,9 +287,13 @@ public final class AdminApi {
       return Answer.error(
           404,
           "not_found",
-          "no such admin endpoint; see docs/service.md (GET /admin/stats, GET|DELETE"
-              + " /admin/pipelines/{id}/keys/{key}, DELETE /admin/pipelines/{id}/keys, GET"
-              + " /admin/pipelines/{id}/dead-letters, GET /admin/pipelines/{id}/outbox)");
+          "no such admin endpoint; see docs/service.md (GET /admin/stats, GET /admin/pipelines,"
+              + " GET|DELETE /admin/pipelines/{id}/keys/{key}, POST"
+              + " /admin/pipelines/{id}/keys/{key}/redeliver, DELETE /admin/pipelines/{id}/keys,"
+              + " GET|DELETE /admin/pipelines/{id}/dead-letters[/{n}], POST"
+              + " /admin/pipelines/{id}/dead-letters/{n}/requeue, GET"
+              + " /admin/pipelines/{id}/outbox, POST /admin/pipelines/{id}/explain, GET"
+              + " /admin/pipelines/{id}/decisions, GET /admin/pipelines/{id}/series)");
     } catch (StoreUnavailableException e) {
       return Answer.error(
           503,
@@ -374,36 +514,415 @@ public final class AdminApi {
     return json(200, root);
   }
 
-  private Answer deadLetters(Pipeline p, @Nullable String limitText) {
+  private static final Pattern DOWNSTREAM_STATUS = Pattern.compile("\\bHTTP (\\d{3})\\b");
+
+  /** Parses a time parameter: ISO-8601 or epoch milliseconds; null when absent. */
+  private static @Nullable Long timeOf(@Nullable String text) {
+    if (text == null || text.isEmpty()) {
+      return null;
+    }
+    try {
+      return Long.parseLong(text);
+    } catch (NumberFormatException e) {
+      return Instant.parse(text).toEpochMilli();
+    }
+  }
+
+  private static Answer badTime(String name, String value) {
+    return Answer.error(
+        400,
+        "bad_time",
+        name
+            + "='"
+            + value
+            + "' is not a time; give ISO-8601 (2026-12-01T12:00:00Z) or epoch milliseconds");
+  }
+
+  private Answer deadLetters(Pipeline p, Map<String, String> query) {
     OutboxStore box = asyncOutbox(p);
     if (box == null) {
       return noOutbox(p, "dead letters");
     }
+    int limit = limitOf(query.get("limit"));
+    if (limit < 0) {
+      return badLimit();
+    }
+    DeadLetterQuery q = DeadLetterQuery.newest(limit);
+    for (String name : List.of("since", "until")) {
+      Long at;
+      try {
+        at = timeOf(query.get(name));
+      } catch (DateTimeParseException e) {
+        return badTime(name, query.get(name));
+      }
+      if (at != null) {
+        q = name.equals("since") ? q.since(at) : q.until(at);
+      }
+    }
+    String after = query.get("after");
+    if (after != null && !after.isEmpty()) {
+      int dot = after.indexOf('.');
+      try {
+        q =
+            q.after(
+                Long.parseLong(after.substring(0, dot)), Long.parseLong(after.substring(dot + 1)));
+      } catch (RuntimeException e) {
+        return Answer.error(
+            400, "bad_cursor", "after='" + after + "' is not the 'next' of an earlier page");
+      }
+    }
+    List<DeadLetter> page = box.deadLetters(p.id(), q);
+    ObjectNode root = JSON.createObjectNode();
+    root.put("pipeline", p.id());
+    ArrayNode list = root.putArray("dead_letters");
+    for (DeadLetter dl : page) {
+      list.add(deadLetterJson(dl));
+    }
+    if (page.size() == limit) {
+      DeadLetter last = page.get(page.size() - 1);
+      root.put("next", last.deadAtMillis() + "." + last.id());
+    } else {
+      root.putNull("next");
+    }
+    return json(200, root);
+  }
+
+  private ObjectNode deadLetterJson(DeadLetter dl) {
+    ObjectNode n = JSON.createObjectNode();
+    n.put("id", dl.id());
+    n.put("digest", dl.key().toHex());
+    n.put("attempts", dl.attempts());
+    n.put("enqueued_at", iso(dl.enqueuedAtMillis()));
+    n.put("dead_at", iso(dl.deadAtMillis()));
+    n.put("reason", dl.reason());
+    Matcher m = DOWNSTREAM_STATUS.matcher(dl.reason());
+    if (m.find()) {
+      n.put("downstream_status", Integer.parseInt(m.group(1)));
+    } else {
+      n.putNull("downstream_status");
+    }
+    try {
+      Delivery delivery = outboxDecoder.apply(dl.payload());
+      n.put("idempotency_key", delivery.idempotencyKey());
+      try {
+        n.set("body", JSON.readTree(delivery.body()));
+      } catch (java.io.IOException e) {
+        n.put("body_base64", Base64.getEncoder().encodeToString(delivery.body()));
+      }
+    } catch (RuntimeException e) {
+      n.put("payload_base64", Base64.getEncoder().encodeToString(dl.payload()));
+    }
+    return n;
+  }
+
+  private static Answer noDeadLetter(Pipeline p, long id) {
+    return Answer.error(
+        404,
+        "no_dead_letter",
+        "pipeline '"
+            + p.id()
+            + "' has no dead letter "
+            + id
+            + " (requeued or purged already?); list them with GET /admin/pipelines/"
+            + p.id()
+            + "/dead-letters");
+  }
+
+  private Answer deadLetter(Pipeline p, long id) {
+    OutboxStore box = asyncOutbox(p);
+    if (box == null) {
+      return noOutbox(p, "dead letters");
+    }
+    Optional<DeadLetter> dl = box.findDeadLetter(p.id(), id);
+    if (dl.isEmpty()) {
+      return noDeadLetter(p, id);
+    }
+    ObjectNode n = deadLetterJson(dl.get());
+    n.put("pipeline", p.id());
+    return json(200, n);
+  }
+
+  private Answer requeue(Pipeline p, long id) {
+    OutboxStore box = asyncOutbox(p);
+    if (box == null) {
+      return noOutbox(p, "dead letters");
+    }
+    Optional<DeadLetter> dl = box.findDeadLetter(p.id(), id);
+    OptionalLong newId = box.requeueDeadLetter(p.id(), id, time.wallMillis());
+    if (newId.isEmpty()) {
+      return noDeadLetter(p, id);
+    }
+    String digest = dl.map(d -> d.key().toHex()).orElse("?");
+    LOG.info(
+        "admin requeue pipeline={} dead_letter={} key={} outbox_id={} by token={}",
+        p.id(),
+        id,
+        digest,
+        newId.getAsLong(),
+        tokenId);
+    ObjectNode n = JSON.createObjectNode();
+    n.put("pipeline", p.id());
+    n.put("dead_letter", id);
+    n.put("digest", digest);
+    n.put("requeued", true);
+    n.put("outbox_id", newId.getAsLong());
+    n.put(
+        "note",
+        "delivered again from the outbox with the same Idempotency-Key; the key stays committed,"
+            + " so senders' retries are still duplicates");
+    return json(200, n);
+  }
+
+  private Answer purge(Pipeline p, long id) {
+    OutboxStore box = asyncOutbox(p);
+    if (box == null) {
+      return noOutbox(p, "dead letters");
+    }
+    boolean purged = box.purgeDeadLetter(p.id(), id);
+    if (!purged) {
+      return noDeadLetter(p, id);
+    }
+    LOG.info("admin purge pipeline={} dead_letter={} by token={}", p.id(), id, tokenId);
+    ObjectNode n = JSON.createObjectNode();
+    n.put("pipeline", p.id());
+    n.put("dead_letter", id);
+    n.put("purged", true);
+    return json(200, n);
+  }
+
+  private Answer purgeAll(Pipeline p) {
+    OutboxStore box = asyncOutbox(p);
+    if (box == null) {
+      return noOutbox(p, "dead letters");
+    }
+    long purged = box.purgeDeadLetters(p.id());
+    LOG.info("admin purge pipeline={} dead_letters={} (all) by token={}", p.id(), purged, tokenId);
+    ObjectNode n = JSON.createObjectNode();
+    n.put("pipeline", p.id());
+    n.put("purged", purged);
+    return json(200, n);
+  }
+
+  /**
+   * Delivers a committed key's event again, where the pipeline still keeps it: its dead letter. A
+   * delivered event is not kept (the outbox forgets it once acknowledged, and replay mode stores
+   * only the downstream's answer), so then the answer says what to do instead.
+   */
+  private Answer redeliver(Pipeline p, String raw, boolean digest) {
+    return withKey(
+        p,
+        raw,
+        digest,
+        (d, key) -> {
+          KeyState state = d.inspect(key);
+          if (!(state instanceof KeyState.Committed)) {
+            return Answer.error(
+                409,
+                "not_committed",
+                "the key is "
+                    + (state instanceof KeyState.InFlight ? "in flight" : "absent")
+                    + ", so there is nothing to redeliver; an absent key's next event is simply"
+                    + " new");
+          }
+          OutboxStore box = asyncOutbox(p);
+          if (box != null) {
+            DeadLetterQuery q = DeadLetterQuery.newest(1_000);
+            while (true) {
+              List<DeadLetter> page = box.deadLetters(p.id(), q);
+              for (DeadLetter dl : page) {
+                if (dl.key().equals(key)) {
+                  return requeue(p, dl.id());
+                }
+              }
+              if (page.size() < 1_000) {
+                break;
+              }
+              q = q.after(page.get(page.size() - 1));
+            }
+            for (PendingEntry e : box.pending(p.id(), 10_000)) {
+              if (e.key().equals(key)) {
+                return Answer.error(
+                    409,
+                    "already_pending",
+                    "the key's event is still in the outbox (entry "
+                        + e.id()
+                        + ", "
+                        + e.attempts()
+                        + " attempts); it is delivered from there, see GET /admin/pipelines/"
+                        + p.id()
+                        + "/outbox");
+              }
+            }
+          }
+          return Answer.error(
+              404,
+              "event_not_kept",
+              "pipeline '"
+                  + p.id()
+                  + "' keeps no copy of this key's event: "
+                  + (box == null
+                      ? "it delivers synchronously"
+                      : "it was delivered and left the outbox")
+                  + (p.settings().dedup() != null
+                          && p.settings().dedup().mode() == dev.idem.server.config.DedupMode.REPLAY
+                      ? ", and replay mode stores only the downstream's answer"
+                      : "")
+                  + ". To deliver it again, forget the key (DELETE /admin/pipelines/"
+                  + p.id()
+                  + "/keys/"
+                  + key.toHex()
+                  + "?form=digest) and have the sender resend it");
+        });
+  }
+
+  private Answer explain(Pipeline p, byte[] body) {
+    JsonNode req;
+    try {
+      req = JSON.readTree(body);
+    } catch (java.io.IOException e) {
+      req = null;
+    }
+    if (req == null || !req.isObject()) {
+      return badExplain("the request body is not a JSON object");
+    }
+    byte[] eventBody;
+    JsonNode b = req.get("body");
+    JsonNode b64 = req.get("body_base64");
+    if (b != null && b.isTextual()) {
+      eventBody = b.asText().getBytes(StandardCharsets.UTF_8);
+    } else if (b64 != null && b64.isTextual()) {
+      try {
+        eventBody = Base64.getDecoder().decode(b64.asText());
+      } catch (IllegalArgumentException e) {
+        return badExplain("body_base64 is not base64");
+      }
+    } else {
+      return badExplain("give the event's raw body as a string in \"body\" (or \"body_base64\")");
+    }
+    Map<String, String> headers = new java.util.LinkedHashMap<>();
+    JsonNode h = req.get("headers");
+    if (h != null && !h.isNull()) {
+      if (!h.isObject()) {
+        return badExplain("\"headers\" must be an object of header names to values");
+      }
+      for (Map.Entry<String, JsonNode> e : h.properties()) {
+        headers.put(e.getKey(), e.getValue().asText());
+      }
+    }
+    List<Principal> principals = new ArrayList<>();
+    JsonNode ps = req.get("principals");
+    if (ps != null && !ps.isNull()) {
+      if (!ps.isArray()) {
+        return badExplain("\"principals\" must be an array of {\"issuer\", \"subject\"}");
+      }
+      for (JsonNode pn : ps) {
+        if (!pn.path("issuer").isTextual() || !pn.path("subject").isTextual()) {
+          return badExplain("each principal needs a string \"issuer\" and \"subject\"");
+        }
+        try {
+          principals.add(new Principal(pn.get("issuer").asText(), pn.get("subject").asText()));
+        } catch (RuntimeException e) {
+          return badExplain("a principal is not valid: " + e.getMessage());
+        }
+      }
+    }
+    Explainer explainer = explainerCache.computeIfAbsent(p.id(), id -> explainers.apply(p));
+    return json(200, explainer.explain(new Explainer.Event(eventBody, headers, principals)));
+  }
+
+  private static Answer badExplain(String what) {
+    return Answer.error(
+        400,
+        "bad_explain_request",
+        what
+            + "; send {\"body\": \"<the raw event>\", \"headers\": {\"Name\": \"value\"},"
+            + " \"principals\": [{\"issuer\": \"...\", \"subject\": \"...\"}]}");
+  }
+
+  private Answer decisions(Pipeline p, @Nullable String limitText) {
     int limit = limitOf(limitText);
     if (limit < 0) {
       return badLimit();
     }
     ObjectNode root = JSON.createObjectNode();
     root.put("pipeline", p.id());
-    ArrayNode list = root.putArray("dead_letters");
-    for (DeadLetter dl : box.deadLetters(p.id(), limit)) {
+    ArrayNode list = root.putArray("decisions");
+    for (RecentDecisions.Entry e : metrics.pipeline(p.id()).recent().newest(limit)) {
+      list.addObject()
+          .put("at", iso(e.atMillis()))
+          .put("digest", e.digest())
+          .put("decision", e.decision());
+    }
+    return json(200, root);
+  }
+
+  private static final List<String> CHARTED = List.of("pass", "duplicate", "in_flight", "conflict");
+
+  private Answer series(Pipeline p) {
+    ObjectNode root = JSON.createObjectNode();
+    root.put("pipeline", p.id());
+    if (sampler == null) {
+      root.putNull("interval_seconds");
+      root.putArray("points");
+      return json(200, root);
+    }
+    root.put("interval_seconds", sampler.interval().toMillis() / 1000.0);
+    ArrayNode points = root.putArray("points");
+    List<DecisionSampler.Sample> samples = sampler.samples(p.id());
+    for (int i = 1; i < samples.size(); i++) {
+      DecisionSampler.Sample a = samples.get(i - 1);
+      DecisionSampler.Sample b = samples.get(i);
+      double seconds = Math.max(0.001, (b.atMillis() - a.atMillis()) / 1000.0);
+      ObjectNode point = points.addObject();
+      point.put("at", iso(b.atMillis()));
+      for (String name : CHARTED) {
+        long delta = b.counts().getOrDefault(name, 0L) - a.counts().getOrDefault(name, 0L);
+        point.put(name, Math.round(delta / seconds * 100) / 100.0);
+      }
+    }
+    return json(200, root);
+  }
+
+  private Answer pipelineList() {
+    ObjectNode root = JSON.createObjectNode();
+    ArrayNode list = root.putArray("pipelines");
+    for (Pipeline p : pipelines.values()) {
       ObjectNode n = list.addObject();
-      n.put("id", dl.id());
-      n.put("digest", dl.key().toHex());
-      n.put("attempts", dl.attempts());
-      n.put("enqueued_at", iso(dl.enqueuedAtMillis()));
-      n.put("dead_at", iso(dl.deadAtMillis()));
-      n.put("reason", dl.reason());
-      try {
-        Delivery delivery = outboxDecoder.apply(dl.payload());
-        n.put("idempotency_key", delivery.idempotencyKey());
-        try {
-          n.set("body", JSON.readTree(delivery.body()));
-        } catch (java.io.IOException e) {
-          n.put("body_base64", Base64.getEncoder().encodeToString(delivery.body()));
-        }
-      } catch (RuntimeException e) {
-        n.put("payload_base64", Base64.getEncoder().encodeToString(dl.payload()));
+      n.put("id", p.id());
+      n.put("source", "webhook " + p.settings().webhook().path());
+      Deduplicator d = p.dedup();
+      if (d == null) {
+        n.putNull("store");
+        n.putNull("key");
+      } else {
+        n.put("store", d.store().describe());
+        n.put("key", p.keys().describe());
+        n.put(
+            "mode",
+            p.settings().dedup() == null
+                ? "drop"
+                : p.settings().dedup().mode().name().toLowerCase(java.util.Locale.ROOT));
+      }
+      n.put("delivery", p.settings().deliver().mode().name().toLowerCase(java.util.Locale.ROOT));
+      ObjectNode counts = n.putObject("counts");
+      metrics.pipeline(p.id()).counts().forEach(counts::put);
+      OutboxStore box = asyncOutbox(p);
+      if (box != null) {
+        n.put("outbox_depth", box.depth(p.id()));
+        n.put("dead_letters", box.deadLetters(p.id(), DeadLetterQuery.newest(1_000)).size());
+      } else {
+        n.putNull("outbox_depth");
+        n.putNull("dead_letters");
+      }
+      long evicted = counts.path("evicted_before_ttl").asLong();
+      if (evicted > 0) {
+        n.put(
+            "warning",
+            evicted
+                + " committed keys were evicted (dedup.max_keys) before their window ran out: a"
+                + " late duplicate of them passes as new; raise max_keys or use a durable store");
+      } else {
+        n.putNull("warning");
       }
     }
     return json(200, root);

@@ -1,5 +1,6 @@
 package dev.idem.server.http;
 
+import dev.idem.server.admin.ConsoleAssets;
 import dev.idem.server.config.HttpLimits;
 import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.pipeline.Answer;
@@ -17,6 +18,7 @@ import java.util.Map;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.io.Content;
 import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
@@ -27,7 +29,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Routes every request: a pipeline's webhook path (POST only), {@code /health}, {@code /metrics},
- * {@code /admin/...}; anything else is {@code 404}. With a management listener ({@code
+ * {@code /admin/ui/...} (the console's static files, see {@link ConsoleAssets}), {@code
+ * /admin/...}; anything else is {@code 404}. With a management listener ({@code
  * server.management_port}), {@code /metrics} is served only there, {@code /health} on both, and the
  * management listener serves nothing else.
  *
@@ -56,6 +59,10 @@ public final class IdemHandler extends Handler.Abstract {
   private final @Nullable PrometheusMeterRegistry prometheus;
   private final HttpLimits limits;
   private final boolean managementListener;
+  private final ConsoleAssets console = new ConsoleAssets();
+
+  /** The largest admin request body (an event to explain). */
+  static final int MAX_ADMIN_BODY = 4 << 20;
 
   /**
    * Creates the handler.
@@ -161,6 +168,9 @@ public final class IdemHandler extends Handler.Abstract {
       }
       return metrics(method);
     }
+    if (path.equals("/admin/ui") || path.startsWith(ConsoleAssets.PREFIX)) {
+      return admin == null ? adminDisabled() : console.serve(method, path);
+    }
     if (path.equals("/admin") || path.startsWith("/admin/")) {
       return admin(request, method, path);
     }
@@ -246,10 +256,7 @@ public final class IdemHandler extends Handler.Abstract {
 
   private Answer admin(Request request, String method, String path) {
     if (admin == null) {
-      return Answer.error(
-          404,
-          "admin_disabled",
-          "the admin API is off; set server.admin_token in the config to turn it on");
+      return adminDisabled();
     }
     if (!admin.authorized(request.getHeaders().get(HttpHeader.AUTHORIZATION))) {
       return Answer.error(
@@ -286,7 +293,29 @@ public final class IdemHandler extends Handler.Abstract {
               + e.getMessage()
               + "); encode each byte of the key as %XX, and '%' itself as %25");
     }
-    return admin.handle(method, segments, query);
+    byte[] body = new byte[0];
+    if (method.equals("POST")) {
+      try {
+        body = Content.Source.asInputStream(request).readNBytes(MAX_ADMIN_BODY + 1);
+      } catch (java.io.IOException e) {
+        return Answer.error(400, "bad_request", "the admin request body could not be read");
+      }
+      if (body.length > MAX_ADMIN_BODY) {
+        return Answer.error(
+            413,
+            "body_too_large",
+            "admin request bodies are limited to " + MAX_ADMIN_BODY + " bytes",
+            Map.of("Connection", "close"));
+      }
+    }
+    return admin.handle(method, segments, query, body);
+  }
+
+  private static Answer adminDisabled() {
+    return Answer.error(
+        404,
+        "admin_disabled",
+        "the admin API is off; set server.admin_token in the config to turn it on");
   }
 
   private static void write(Response response, Answer a, Callback callback) {

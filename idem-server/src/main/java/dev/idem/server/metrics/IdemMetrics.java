@@ -3,6 +3,7 @@ package dev.idem.server.metrics;
 import dev.idem.DedupKey;
 import dev.idem.DedupListener;
 import dev.idem.Scope;
+import dev.idem.TimeSource;
 import dev.idem.server.deliver.DeliveryListener;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -92,15 +93,27 @@ public final class IdemMetrics {
   }
 
   private final MeterRegistry registry;
+  private final TimeSource time;
   private final Map<String, PipelineMeters> pipelines = new ConcurrentHashMap<>();
+
+  /**
+   * Creates the meters' holder, on the system clock.
+   *
+   * @param registry where meters are registered
+   */
+  public IdemMetrics(MeterRegistry registry) {
+    this(registry, TimeSource.system());
+  }
 
   /**
    * Creates the meters' holder.
    *
    * @param registry where meters are registered
+   * @param time the clock that stamps {@linkplain PipelineMeters#recent() recent decisions}
    */
-  public IdemMetrics(MeterRegistry registry) {
+  public IdemMetrics(MeterRegistry registry, TimeSource time) {
     this.registry = registry;
+    this.time = time;
   }
 
   /**
@@ -119,7 +132,7 @@ public final class IdemMetrics {
    * @return its meters
    */
   public PipelineMeters pipeline(String pipeline) {
-    return pipelines.computeIfAbsent(pipeline, p -> new PipelineMeters(registry, p));
+    return pipelines.computeIfAbsent(pipeline, p -> new PipelineMeters(registry, p, time));
   }
 
   /**
@@ -148,39 +161,43 @@ public final class IdemMetrics {
         return pipeline(scope.pipeline());
       }
 
+      private void seen(Scope scope, DedupKey key, DecisionKind kind) {
+        of(scope).decided(key, kind);
+      }
+
       @Override
       public void onPass(Scope scope, DedupKey key) {
-        of(scope).count(DecisionKind.PASS);
+        seen(scope, key, DecisionKind.PASS);
       }
 
       @Override
       public void onDuplicate(Scope scope, DedupKey key) {
-        of(scope).count(DecisionKind.DUPLICATE);
+        seen(scope, key, DecisionKind.DUPLICATE);
       }
 
       @Override
       public void onInFlight(Scope scope, DedupKey key) {
-        of(scope).count(DecisionKind.IN_FLIGHT);
+        seen(scope, key, DecisionKind.IN_FLIGHT);
       }
 
       @Override
       public void onConflict(Scope scope, DedupKey key) {
-        of(scope).count(DecisionKind.CONFLICT);
+        seen(scope, key, DecisionKind.CONFLICT);
       }
 
       @Override
       public void onCommitted(Scope scope, DedupKey key) {
-        of(scope).count(DecisionKind.COMMITTED);
+        seen(scope, key, DecisionKind.COMMITTED);
       }
 
       @Override
       public void onReleased(Scope scope, DedupKey key) {
-        of(scope).count(DecisionKind.RELEASED);
+        seen(scope, key, DecisionKind.RELEASED);
       }
 
       @Override
       public void onLeaseLost(Scope scope, DedupKey key) {
-        of(scope).count(DecisionKind.LEASE_LOST);
+        seen(scope, key, DecisionKind.LEASE_LOST);
       }
 
       @Override
@@ -236,10 +253,13 @@ public final class IdemMetrics {
     private final Counter storeUnavailable;
     private final Counter evictedBeforeTtl;
     private final AtomicReferenceArray<Counter> statuses = new AtomicReferenceArray<>(600);
+    private final TimeSource time;
+    private final RecentDecisions recent = new RecentDecisions(RecentDecisions.DEFAULT_CAPACITY);
 
-    PipelineMeters(MeterRegistry registry, String pipeline) {
+    PipelineMeters(MeterRegistry registry, String pipeline, TimeSource time) {
       this.registry = registry;
       this.pipeline = pipeline;
+      this.time = time;
       for (DecisionKind k : DecisionKind.values()) {
         decisions[k.ordinal()] =
             Counter.builder("idem_decisions")
@@ -300,6 +320,27 @@ public final class IdemMetrics {
     }
 
     /**
+     * Counts a decision about a key and keeps it among the {@linkplain #recent() recent decisions}.
+     *
+     * @param key the key
+     * @param kind what was decided
+     */
+    public void decided(DedupKey key, DecisionKind kind) {
+      count(kind);
+      recent.record(time.wallMillis(), key.toHex(), kind.tag());
+    }
+
+    /**
+     * Returns the pipeline's last decisions (pass, duplicate, in flight, conflict, committed,
+     * released, lease lost), for the console.
+     *
+     * @return the ring of recent decisions
+     */
+    public RecentDecisions recent() {
+      return recent;
+    }
+
+    /**
      * Counts a delivery outcome.
      *
      * @param kind the outcome
@@ -339,9 +380,10 @@ public final class IdemMetrics {
     }
 
     /**
-     * Returns the counts so far, for {@code /admin/stats}.
+     * Returns the counts so far, for {@code /admin/stats} and the console.
      *
-     * @return decision and delivery names to counts
+     * @return decision and delivery names to counts, then {@code evicted_before_ttl} and {@code
+     *     store_unavailable}
      */
     public Map<String, Long> counts() {
       Map<String, Long> out = new LinkedHashMap<>();
@@ -351,6 +393,8 @@ public final class IdemMetrics {
       for (DeliveryKind k : DeliveryKind.values()) {
         out.put(k.tag(), (long) deliveries[k.ordinal()].count());
       }
+      out.put("evicted_before_ttl", (long) evictedBeforeTtl.count());
+      out.put("store_unavailable", (long) storeUnavailable.count());
       return out;
     }
   }
