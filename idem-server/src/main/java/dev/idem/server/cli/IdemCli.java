@@ -51,9 +51,11 @@ import picocli.CommandLine.Spec;
 
 /**
  * The {@code idem} command: {@code serve}, {@code check-config}, {@code key}, {@code inspect},
- * {@code forget}. Exit codes: 0 done, 1 the command failed (bad config, no key, store error, port
- * in use), 2 bad usage (including {@code idem} with no command, which prints the usage). A failure
- * is printed as one line per problem, never a stack trace.
+ * {@code forget}, and against a running service's admin API {@code dead-letters
+ * list|show|requeue|purge} and {@code explain} ({@link AdminCommands}). Exit codes: 0 done, 1 the
+ * command failed (bad config, no key, store error, port in use), 2 bad usage (including {@code
+ * idem} with no command, which prints the usage). A failure is printed as one line per problem,
+ * never a stack trace.
  */
 @Command(
     name = "idem",
@@ -65,7 +67,9 @@ import picocli.CommandLine.Spec;
       IdemCli.CheckConfig.class,
       IdemCli.KeyCommand.class,
       IdemCli.Inspect.class,
-      IdemCli.Forget.class
+      IdemCli.Forget.class,
+      AdminCommands.DeadLetters.class,
+      AdminCommands.Explain.class
     })
 public final class IdemCli implements Callable<Integer> {
   /** The exit code of bad usage, as picocli uses for unknown options. */
@@ -126,7 +130,8 @@ public final class IdemCli implements Callable<Integer> {
   @Override
   public Integer call() {
     PrintWriter err = spec.commandLine().getErr();
-    err.println("idem: give a command (serve, check-config, key, inspect or forget)");
+    err.println(
+        "idem: give a command (serve, check-config, key, inspect, forget, dead-letters or explain)");
     spec.commandLine().usage(err);
     err.flush();
     return USAGE;
