@@ -101,7 +101,7 @@ public final class IdemServer implements AutoCloseable {
             : new AdminApi(settings.adminToken(), byId, runtime.metrics(), runtime.outboxDecoder());
     IdemHandler handler =
         new IdemHandler(
-            runtime.pipelines(),
+            runtime.webhooks(),
             runtime.metrics(),
             admin,
             new HealthCheck(runtime.stores()),
@@ -175,6 +175,12 @@ public final class IdemServer implements AutoCloseable {
         runtime.pipelines().size() == 1 ? "pipeline" : "pipelines",
         server.virtualThreads ? "virtual" : "platform, at most " + settings.maxThreads(),
         settings.adminToken() == null ? "off" : "on");
+    try {
+      runtime.startSources();
+    } catch (RuntimeException e) {
+      server.close();
+      throw e;
+    }
     return server;
   }
 

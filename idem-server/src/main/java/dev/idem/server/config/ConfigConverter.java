@@ -103,15 +103,12 @@ final class ConfigConverter {
           problem(
               at + ".id", "'" + ps.id() + "' is already the id of " + otherId + "; ids are unique");
         }
-        String otherPath = paths.putIfAbsent(ps.webhook().path(), at);
-        if (otherPath != null) {
+        WebhookSettings hook = ps.webhook();
+        String otherPath = hook == null ? null : paths.putIfAbsent(hook.path(), at);
+        if (hook != null && otherPath != null) {
           problem(
               at + ".source.webhook.path",
-              "'"
-                  + ps.webhook().path()
-                  + "' is already the path of "
-                  + otherPath
-                  + "; paths are unique");
+              "'" + hook.path() + "' is already the path of " + otherPath + "; paths are unique");
         }
         pipelines.add(ps);
       }
@@ -520,8 +517,13 @@ final class ConfigConverter {
     if (problems.size() > before || maxBody == null || w.path == null) {
       return null;
     }
-    if (w.maxDepth != null && (maxDepth < 1 || maxDepth > 1000)) {
-      problem(at + ".max_depth", "must be from 1 to 1000, got " + maxDepth);
+    if (w.maxDepth != null && (maxDepth < 1 || maxDepth > SourceSettings.MAX_MAX_DEPTH)) {
+      problem(
+          at + ".max_depth",
+          "must be from 1 to "
+              + SourceSettings.MAX_MAX_DEPTH
+              + " (the deepest nesting the key reader takes), got "
+              + maxDepth);
       return null;
     }
     if (maxBody < 1 || maxBody > WebhookSettings.MAX_MAX_BODY) {
@@ -714,7 +716,7 @@ final class ConfigConverter {
       b.expiry(expiry);
     }
     Duration lease =
-        duration(d.lease, at + ".lease", DedupConfig.DEFAULT_LEASE, DedupSettings.MAX_LEASE);
+        duration(d.lease, at + ".lease", DedupSettings.DEFAULT_LEASE, DedupSettings.MAX_LEASE);
     if (lease != null) {
       if (lease.toMillis() < 1) {
         problem(at + ".lease", "must be at least 1ms");
