@@ -13,6 +13,7 @@ import dev.idem.server.config.IdemProperties.OrderingProperties;
 import dev.idem.server.config.IdemProperties.PipelineProperties;
 import dev.idem.server.config.IdemProperties.ServerProperties;
 import dev.idem.server.config.IdemProperties.SignatureProperties;
+import dev.idem.server.config.IdemProperties.SourceProperties;
 import dev.idem.server.config.IdemProperties.StoreProperties;
 import dev.idem.server.config.IdemProperties.WebhookProperties;
 import dev.idem.server.deliver.RetryPolicy;
@@ -429,14 +430,7 @@ final class ConfigConverter {
     if (p.id == null) {
       problem(at + ".id", "is required; name the pipeline (e.g. id: shop-orders)");
     }
-    WebhookSettings webhook = null;
-    if (p.source == null || p.source.webhook == null) {
-      problem(
-          p.source == null ? at : at + ".source",
-          "needs a source: source.webhook.path (e.g. /hooks/shop/orders)");
-    } else {
-      webhook = webhook(p.source.webhook, at + ".source.webhook");
-    }
+    SourceSettings source = source(p.source, at);
     DedupSettings dedup = p.dedup == null ? null : dedup(p.dedup, at + ".dedup");
     OrderingSettings ordering = p.ordering == null ? null : ordering(p.ordering, at + ".ordering");
     String jq = null;
@@ -455,7 +449,7 @@ final class ConfigConverter {
     } else {
       deliver = deliver(p.deliver, at + ".deliver");
     }
-    if (problems.size() > before || webhook == null || deliver == null || p.id == null) {
+    if (problems.size() > before || source == null || deliver == null || p.id == null) {
       return null;
     }
     // Rules between fields.
@@ -493,10 +487,33 @@ final class ConfigConverter {
     if (problems.size() > before) {
       return null;
     }
-    WebhookSettings w = webhook;
+    SourceSettings w = source;
     DeliverSettings d = deliver;
     String finalJq = jq;
     return orNull(() -> new PipelineSettings(p.id, w, dedup, ordering, finalJq, d), at + ".id");
+  }
+
+  /** The one source of a pipeline ({@code source.webhook}, {@code source.kafka}, ...). */
+  private @Nullable SourceSettings source(@Nullable SourceProperties s, String at) {
+    if (s == null) {
+      problem(at, "needs a source: source.webhook.path (e.g. /hooks/shop/orders)");
+      return null;
+    }
+    List<String> given = new ArrayList<>();
+    if (s.webhook != null) {
+      given.add("webhook");
+    }
+    if (given.size() > 1) {
+      problem(
+          at + ".source",
+          "has " + String.join(" and ", given) + "; a pipeline has exactly one source");
+      return null;
+    }
+    if (s.webhook != null) {
+      return webhook(s.webhook, at + ".source.webhook");
+    }
+    problem(at + ".source", "needs a source: source.webhook.path (e.g. /hooks/shop/orders)");
+    return null;
   }
 
   private @Nullable WebhookSettings webhook(WebhookProperties w, String at) {
