@@ -118,7 +118,7 @@ public final class IdemServer implements AutoCloseable {
                 TimeSource.system());
     IdemHandler handler =
         new IdemHandler(
-            runtime.pipelines(),
+            runtime.webhooks(),
             runtime.metrics(),
             this.admin,
             new HealthCheck(runtime.stores()),
@@ -192,6 +192,12 @@ public final class IdemServer implements AutoCloseable {
         runtime.pipelines().size() == 1 ? "pipeline" : "pipelines",
         server.virtualThreads ? "virtual" : "platform, at most " + settings.maxThreads(),
         settings.adminToken() == null ? "off" : "on");
+    try {
+      runtime.startSources();
+    } catch (RuntimeException e) {
+      server.close();
+      throw e;
+    }
     return server;
   }
 

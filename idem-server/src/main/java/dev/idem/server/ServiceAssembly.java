@@ -9,15 +9,17 @@ import dev.idem.key.CanonicalJson;
 import dev.idem.ordering.LocalOrderingGate;
 import dev.idem.ordering.OrderingConfig;
 import dev.idem.ordering.OrderingGate;
+import dev.idem.server.auth.CallerAuthenticator;
 import dev.idem.server.auth.JwtCallers;
 import dev.idem.server.config.DedupMode;
 import dev.idem.server.config.DedupSettings;
 import dev.idem.server.config.DeliveryMode;
 import dev.idem.server.config.IdemConfig;
-import dev.idem.server.config.LeaseCheck;
+import dev.idem.server.config.KeySpec;
 import dev.idem.server.config.OrderingSettings;
 import dev.idem.server.config.PipelineSettings;
 import dev.idem.server.config.StoreSettings;
+import dev.idem.server.config.WebhookSettings;
 import dev.idem.server.deliver.DeliveryListener;
 import dev.idem.server.deliver.Sink;
 import dev.idem.server.metrics.IdemMetrics;
@@ -25,6 +27,9 @@ import dev.idem.server.pipeline.Deliverer;
 import dev.idem.server.pipeline.EventKeys;
 import dev.idem.server.pipeline.Pipeline;
 import dev.idem.server.signature.SignatureVerifier;
+import dev.idem.server.source.EventSource;
+import dev.idem.server.source.Sources;
+import dev.idem.server.source.webhook.WebhookSource;
 import dev.idem.server.transform.Transform;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.OutboxStore;
@@ -41,6 +46,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -89,21 +96,33 @@ public final class ServiceAssembly {
     new ProcessorMetrics().bindTo(prometheus);
     new UptimeMetrics().bindTo(prometheus);
 
-    for (String warning : LeaseCheck.warnings(config)) {
-      LOG.warn(warning);
-    }
     DedupListener listener = metrics.dedupListener();
     Map<StoreSettings, DedupStore> stores =
         StoreRegistry.open(wanted(config), listener, time, true);
     List<AutoCloseable> sinks = new ArrayList<>();
     List<Pipeline> pipelines = new ArrayList<>();
+    List<WebhookSource> webhooks = new ArrayList<>();
+    List<EventSource> sources = new ArrayList<>();
+    ScheduledExecutorService renewals = renewalTimer();
+    background.add(renewals::shutdownNow);
     try {
       for (PipelineSettings p : config.pipelines()) {
-        pipelines.add(pipeline(config, p, stores, edge, time, metrics, background, sinks));
+        Pipeline pipeline =
+            pipeline(config, p, stores, edge, time, metrics, background, sinks, renewals);
+        pipelines.add(pipeline);
+        if (p.source() instanceof WebhookSettings w) {
+          webhooks.add(webhook(pipeline, w, edge, time));
+        } else {
+          sources.add(
+              Sources.open(
+                  p.source(), pipeline, new Sources.Context(metrics.pipeline(p.id()), time)));
+        }
       }
     } catch (RuntimeException e) {
       new ServiceRuntime(
               List.of(),
+              List.of(),
+              sources,
               new ArrayList<>(stores.values()),
               background,
               sinks,
@@ -115,6 +134,8 @@ public final class ServiceAssembly {
     }
     return new ServiceRuntime(
         pipelines,
+        webhooks,
+        sources,
         new ArrayList<>(stores.values()),
         background,
         sinks,
@@ -133,12 +154,45 @@ public final class ServiceAssembly {
    * @throws IdemConfigException if the rule does not parse
    */
   public static EventKeys keys(PipelineSettings p, Edge edge, TimeSource time) {
+    WebhookSettings w = p.webhook();
     SignatureVerifier verifier =
-        p.webhook().signature() == null
+        w == null || w.signature() == null
             ? null
-            : edge.verifier(Objects.requireNonNull(p.webhook().signature()), time);
+            : edge.verifier(Objects.requireNonNull(w.signature()), time);
+    KeySpec spec = p.dedup() == null ? null : p.dedup().key();
     return PipelineKeys.of(
-        p.dedup() == null ? null : p.dedup().key(), verifier, p.webhook().jwt() != null);
+        spec == null ? p.source().defaultKey() : spec, verifier, w != null && w.jwt() != null);
+  }
+
+  /** One daemon thread that renews the leases of every pipeline's running work. */
+  private static ScheduledExecutorService renewalTimer() {
+    ScheduledThreadPoolExecutor timer =
+        new ScheduledThreadPoolExecutor(
+            1,
+            r -> {
+              Thread t = new Thread(r, "idem-lease-renewal");
+              t.setDaemon(true);
+              return t;
+            });
+    timer.setRemoveOnCancelPolicy(true);
+    return timer;
+  }
+
+  /** The webhook edge of a pipeline: its signature check and caller authentication. */
+  private static WebhookSource webhook(
+      Pipeline pipeline, WebhookSettings w, Edge edge, TimeSource time) {
+    try {
+      SignatureVerifier verifier =
+          w.signature() == null ? null : edge.verifier(Objects.requireNonNull(w.signature()), time);
+      CallerAuthenticator callers =
+          w.jwt() == null
+              ? null
+              : JwtCallers.create(pipeline.id(), Objects.requireNonNull(w.jwt()), time);
+      return new WebhookSource(
+          pipeline, verifier, callers, time, WebhookSource.DEFAULT_MAX_REJECTION_LINES_PER_SECOND);
+    } catch (IdemConfigException e) {
+      throw new IdemConfigException("pipeline " + pipeline.id() + ": " + e.getMessage());
+    }
   }
 
   /**
@@ -178,25 +232,17 @@ public final class ServiceAssembly {
       TimeSource time,
       IdemMetrics metrics,
       List<AutoCloseable> background,
-      List<AutoCloseable> sinks) {
+      List<AutoCloseable> sinks,
+      ScheduledExecutorService renewals) {
     try {
       metrics.pipeline(p.id());
-      SignatureVerifier verifier =
-          p.webhook().signature() == null
-              ? null
-              : edge.verifier(Objects.requireNonNull(p.webhook().signature()), time);
       DedupSettings d = p.dedup();
       Pipeline.Builder b =
           Pipeline.builder(p)
-              .verifier(verifier)
-              .callers(
-                  p.webhook().jwt() == null
-                      ? null
-                      : JwtCallers.create(p.id(), Objects.requireNonNull(p.webhook().jwt()), time))
-              .keys(
-                  PipelineKeys.of(d == null ? null : d.key(), verifier, p.webhook().jwt() != null))
+              .keys(keys(p, edge, time))
               .meters(metrics.pipeline(p.id()))
-              .timeSource(time);
+              .timeSource(time)
+              .renewals(renewals);
       OutboxStore outbox = null;
       if (d != null) {
         DedupStore store = Objects.requireNonNull(stores.get(config.storeOf(p)));

@@ -1,5 +1,6 @@
 package dev.idem.server;
 
+import static dev.idem.server.support.PipelineAnswers.answer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ch.qos.logback.classic.Level;
@@ -95,7 +96,7 @@ class JsonLogTest {
   }
 
   static void send(Pipeline p, String body) {
-    p.handle(new InboundRequest(body.getBytes(StandardCharsets.UTF_8), h -> null));
+    answer(p, new InboundRequest(body.getBytes(StandardCharsets.UTF_8), h -> null));
   }
 
   @Test

@@ -1,5 +1,6 @@
 package dev.idem.server;
 
+import static dev.idem.server.support.PipelineAnswers.answer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -200,7 +201,8 @@ class MonitoringFilesTest {
 
     // when an event arrives
     Answer answer =
-        pipeline.handle(
+        answer(
+            pipeline,
             new InboundRequest("{\"id\":\"x\"}".getBytes(StandardCharsets.UTF_8), h -> null));
 
     // then it is answered 503 and counted

@@ -126,7 +126,9 @@ class OperatorVisibilityTest {
         .contains("com.acme.internal.Db.connect");
     assertThat(attempts.get(1))
         .contains("attempt=2/2 next_attempt=none (sync delivery: no retries");
-    assertThat(logs.lines(l -> l.contains("pipeline=sync-down") && l.contains("answered 502")))
+    assertThat(
+            logs.lines(
+                l -> l.contains("pipeline=sync-down") && l.contains("answered delivery_failed")))
         .hasSize(1);
   }
 

@@ -19,7 +19,6 @@ import dev.idem.server.config.ConfigException;
 import dev.idem.server.config.ConfigLoader;
 import dev.idem.server.config.ConfigPrinter;
 import dev.idem.server.config.IdemConfig;
-import dev.idem.server.config.LeaseCheck;
 import dev.idem.server.config.PipelineSettings;
 import dev.idem.server.config.ServerSettings;
 import dev.idem.server.config.StoreSettings;
@@ -252,9 +251,6 @@ public final class IdemCli implements Callable<Integer> {
       out.print(ConfigPrinter.toYaml(c));
       out.flush();
       PrintWriter err = spec.commandLine().getErr();
-      for (String warning : LeaseCheck.warnings(c)) {
-        err.println("idem: warning: " + warning);
-      }
       err.println(
           "idem: "
               + file
@@ -317,7 +313,9 @@ public final class IdemCli implements Callable<Integer> {
         chain.add(new Principal(callers.get(i), callers.get(i + 1)));
       }
       boolean chainKeyed =
-          p.webhook().jwt() != null && (p.dedup() == null || p.dedup().key() == null);
+          p.webhook() != null
+              && p.webhook().jwt() != null
+              && (p.dedup() == null || p.dedup().key() == null);
       if (chainKeyed && chain.isEmpty()) {
         throw new IdemConfigException(
             "pipeline "

@@ -13,6 +13,7 @@ import dev.idem.server.config.IdemProperties.OrderingProperties;
 import dev.idem.server.config.IdemProperties.PipelineProperties;
 import dev.idem.server.config.IdemProperties.ServerProperties;
 import dev.idem.server.config.IdemProperties.SignatureProperties;
+import dev.idem.server.config.IdemProperties.SourceProperties;
 import dev.idem.server.config.IdemProperties.StoreProperties;
 import dev.idem.server.config.IdemProperties.WebhookProperties;
 import dev.idem.server.deliver.RetryPolicy;
@@ -103,15 +104,12 @@ final class ConfigConverter {
           problem(
               at + ".id", "'" + ps.id() + "' is already the id of " + otherId + "; ids are unique");
         }
-        String otherPath = paths.putIfAbsent(ps.webhook().path(), at);
-        if (otherPath != null) {
+        WebhookSettings hook = ps.webhook();
+        String otherPath = hook == null ? null : paths.putIfAbsent(hook.path(), at);
+        if (hook != null && otherPath != null) {
           problem(
               at + ".source.webhook.path",
-              "'"
-                  + ps.webhook().path()
-                  + "' is already the path of "
-                  + otherPath
-                  + "; paths are unique");
+              "'" + hook.path() + "' is already the path of " + otherPath + "; paths are unique");
         }
         pipelines.add(ps);
       }
@@ -432,14 +430,7 @@ final class ConfigConverter {
     if (p.id == null) {
       problem(at + ".id", "is required; name the pipeline (e.g. id: shop-orders)");
     }
-    WebhookSettings webhook = null;
-    if (p.source == null || p.source.webhook == null) {
-      problem(
-          p.source == null ? at : at + ".source",
-          "needs a source: source.webhook.path (e.g. /hooks/shop/orders)");
-    } else {
-      webhook = webhook(p.source.webhook, at + ".source.webhook");
-    }
+    SourceSettings source = source(p.source, at);
     DedupSettings dedup = p.dedup == null ? null : dedup(p.dedup, at + ".dedup");
     OrderingSettings ordering = p.ordering == null ? null : ordering(p.ordering, at + ".ordering");
     String jq = null;
@@ -458,7 +449,7 @@ final class ConfigConverter {
     } else {
       deliver = deliver(p.deliver, at + ".deliver");
     }
-    if (problems.size() > before || webhook == null || deliver == null || p.id == null) {
+    if (problems.size() > before || source == null || deliver == null || p.id == null) {
       return null;
     }
     // Rules between fields.
@@ -496,10 +487,33 @@ final class ConfigConverter {
     if (problems.size() > before) {
       return null;
     }
-    WebhookSettings w = webhook;
+    SourceSettings w = source;
     DeliverSettings d = deliver;
     String finalJq = jq;
     return orNull(() -> new PipelineSettings(p.id, w, dedup, ordering, finalJq, d), at + ".id");
+  }
+
+  /** The one source of a pipeline ({@code source.webhook}, {@code source.kafka}, ...). */
+  private @Nullable SourceSettings source(@Nullable SourceProperties s, String at) {
+    if (s == null) {
+      problem(at, "needs a source: source.webhook.path (e.g. /hooks/shop/orders)");
+      return null;
+    }
+    List<String> given = new ArrayList<>();
+    if (s.webhook != null) {
+      given.add("webhook");
+    }
+    if (given.size() > 1) {
+      problem(
+          at + ".source",
+          "has " + String.join(" and ", given) + "; a pipeline has exactly one source");
+      return null;
+    }
+    if (s.webhook != null) {
+      return webhook(s.webhook, at + ".source.webhook");
+    }
+    problem(at + ".source", "needs a source: source.webhook.path (e.g. /hooks/shop/orders)");
+    return null;
   }
 
   private @Nullable WebhookSettings webhook(WebhookProperties w, String at) {
@@ -520,8 +534,13 @@ final class ConfigConverter {
     if (problems.size() > before || maxBody == null || w.path == null) {
       return null;
     }
-    if (w.maxDepth != null && (maxDepth < 1 || maxDepth > 1000)) {
-      problem(at + ".max_depth", "must be from 1 to 1000, got " + maxDepth);
+    if (w.maxDepth != null && (maxDepth < 1 || maxDepth > SourceSettings.MAX_MAX_DEPTH)) {
+      problem(
+          at + ".max_depth",
+          "must be from 1 to "
+              + SourceSettings.MAX_MAX_DEPTH
+              + " (the deepest nesting the key reader takes), got "
+              + maxDepth);
       return null;
     }
     if (maxBody < 1 || maxBody > WebhookSettings.MAX_MAX_BODY) {
@@ -714,7 +733,7 @@ final class ConfigConverter {
       b.expiry(expiry);
     }
     Duration lease =
-        duration(d.lease, at + ".lease", DedupConfig.DEFAULT_LEASE, DedupSettings.MAX_LEASE);
+        duration(d.lease, at + ".lease", DedupSettings.DEFAULT_LEASE, DedupSettings.MAX_LEASE);
     if (lease != null) {
       if (lease.toMillis() < 1) {
         problem(at + ".lease", "must be at least 1ms");

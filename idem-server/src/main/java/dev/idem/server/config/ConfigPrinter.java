@@ -122,14 +122,12 @@ public final class ConfigPrinter {
     return m;
   }
 
-  private static Map<String, Object> pipeline(PipelineSettings p) {
-    Map<String, Object> m = new LinkedHashMap<>();
-    m.put("id", p.id());
+  private static Map<String, Object> webhook(WebhookSettings w) {
     Map<String, Object> webhook = new LinkedHashMap<>();
-    webhook.put("path", p.webhook().path());
-    webhook.put("max_body", DataSizes.format(p.webhook().maxBody()));
-    webhook.put("max_depth", p.webhook().maxDepth());
-    SignatureSettings sig = p.webhook().signature();
+    webhook.put("path", w.path());
+    webhook.put("max_body", DataSizes.format(w.maxBody()));
+    webhook.put("max_depth", w.maxDepth());
+    SignatureSettings sig = w.signature();
     if (sig != null) {
       Map<String, Object> sm = new LinkedHashMap<>();
       sm.put("scheme", sig.scheme().configName());
@@ -141,10 +139,18 @@ public final class ConfigPrinter {
       sm.put("tolerance", Durations.format(sig.tolerance()));
       webhook.put("signature", sm);
     }
-    if (p.webhook().jwt() != null) {
-      webhook.put("auth", Map.of("jwt", jwt(Objects.requireNonNull(p.webhook().jwt()))));
+    if (w.jwt() != null) {
+      webhook.put("auth", Map.of("jwt", jwt(Objects.requireNonNull(w.jwt()))));
     }
-    m.put("source", Map.of("webhook", webhook));
+    return webhook;
+  }
+
+  private static Map<String, Object> pipeline(PipelineSettings p) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("id", p.id());
+    WebhookSettings hook = p.webhook();
+    m.put(
+        "source", Map.of(p.source().type(), hook == null ? p.source().printable() : webhook(hook)));
     DedupSettings d = p.dedup();
     if (d != null) {
       Map<String, Object> dm = new LinkedHashMap<>();

@@ -26,6 +26,12 @@ public record DedupSettings(
   /** The longest {@code window}: {@link Durations#MAX} (3650 days); {@code none} keeps keys. */
   public static final java.time.Duration MAX_WINDOW = Durations.MAX;
 
+  /**
+   * The default {@code lease}: 30 seconds. Short, because the service renews a reservation's lease
+   * every third of it while its work runs; a dead instance blocks its keys for at most this long.
+   */
+  public static final java.time.Duration DEFAULT_LEASE = java.time.Duration.ofSeconds(30);
+
   /** The longest {@code lease}: 24 hours (a live holder renews it, so leases can be short). */
   public static final java.time.Duration MAX_LEASE = java.time.Duration.ofHours(24);
 

@@ -35,9 +35,10 @@ public record IdemConfig(
       if (!ids.add(p.id())) {
         throw new IdemConfigException("pipeline id '" + p.id() + "' is used twice; ids are unique");
       }
-      if (!paths.add(p.webhook().path())) {
+      WebhookSettings hook = p.webhook();
+      if (hook != null && !paths.add(hook.path())) {
         throw new IdemConfigException(
-            "webhook path '" + p.webhook().path() + "' is used by two pipelines; paths are unique");
+            "webhook path '" + hook.path() + "' is used by two pipelines; paths are unique");
       }
     }
   }

@@ -11,7 +11,7 @@ import org.jspecify.annotations.Nullable;
  *
  * @param id 1 to 64 characters of letters, digits, {@code _ . -}; names the dedup scope, the outbox
  *     queue, metrics and admin URLs
- * @param webhook the webhook source
+ * @param source where the events come from
  * @param dedup the dedup step, or null for none (every event is delivered)
  * @param ordering the ordering step, or null for none
  * @param jq the jq transform program, or null for none
@@ -19,7 +19,7 @@ import org.jspecify.annotations.Nullable;
  */
 public record PipelineSettings(
     String id,
-    WebhookSettings webhook,
+    SourceSettings source,
     @Nullable DedupSettings dedup,
     @Nullable OrderingSettings ordering,
     @Nullable String jq,
@@ -33,7 +33,7 @@ public record PipelineSettings(
    */
   public PipelineSettings {
     Objects.requireNonNull(id, "id");
-    Objects.requireNonNull(webhook, "webhook");
+    Objects.requireNonNull(source, "source");
     Objects.requireNonNull(deliver, "deliver");
     if (!ID.matcher(id).matches()) {
       throw new IdemConfigException(
@@ -43,5 +43,14 @@ public record PipelineSettings(
       throw new IdemConfigException(
           "transform.jq is blank; write a jq program or remove transform");
     }
+  }
+
+  /**
+   * Returns the webhook source, if this pipeline's source is a webhook.
+   *
+   * @return the webhook settings, or null for another source
+   */
+  public @Nullable WebhookSettings webhook() {
+    return source instanceof WebhookSettings w ? w : null;
   }
 }

@@ -21,7 +21,8 @@ public record WebhookSettings(
     long maxBody,
     int maxDepth,
     @Nullable SignatureSettings signature,
-    @Nullable JwtSettings jwt) {
+    @Nullable JwtSettings jwt)
+    implements SourceSettings {
 
   /** The default body limit: 1 MiB. */
   public static final long DEFAULT_MAX_BODY = 1L << 20;
@@ -56,8 +57,9 @@ public record WebhookSettings(
       throw new IdemConfigException(
           "max_body must be from 1 byte to 64MiB, got " + DataSizes.format(maxBody));
     }
-    if (maxDepth < 1 || maxDepth > 1000) {
-      throw new IdemConfigException("max_depth must be from 1 to 1000, got " + maxDepth);
+    if (maxDepth < 1 || maxDepth > MAX_MAX_DEPTH) {
+      throw new IdemConfigException(
+          "max_depth must be from 1 to " + MAX_MAX_DEPTH + ", got " + maxDepth);
     }
   }
 
@@ -73,5 +75,16 @@ public record WebhookSettings(
   public WebhookSettings(
       String path, long maxBody, int maxDepth, @Nullable SignatureSettings signature) {
     this(path, maxBody, maxDepth, signature, null);
+  }
+
+  @Override
+  public String type() {
+    return "webhook";
+  }
+
+  /** Printed by {@link ConfigPrinter} itself, which knows the signature and JWT layouts. */
+  @Override
+  public java.util.Map<String, Object> printable() {
+    return java.util.Map.of("path", path);
   }
 }

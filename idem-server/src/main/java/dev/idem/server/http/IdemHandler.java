@@ -5,7 +5,7 @@ import dev.idem.server.config.HttpLimits;
 import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.pipeline.Answer;
 import dev.idem.server.pipeline.InboundRequest;
-import dev.idem.server.pipeline.Pipeline;
+import dev.idem.server.source.webhook.WebhookSource;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.net.URLDecoder;
 import java.nio.ByteBuffer;
@@ -15,6 +15,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpHeader;
@@ -52,7 +53,7 @@ public final class IdemHandler extends Handler.Abstract {
   private static final Logger LOG = LoggerFactory.getLogger(IdemHandler.class);
   private static final String PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
-  private final Map<String, Pipeline> byPath;
+  private final Map<String, WebhookSource> byPath;
   private final Map<String, IdemMetrics.PipelineMeters> meters;
   private final @Nullable AdminApi admin;
   private final HealthCheck health;
@@ -78,7 +79,7 @@ public final class IdemHandler extends Handler.Abstract {
    *     /metrics} (then it is not served on the others)
    */
   public IdemHandler(
-      List<Pipeline> pipelines,
+      List<WebhookSource> pipelines,
       IdemMetrics metrics,
       @Nullable AdminApi admin,
       HealthCheck health,
@@ -86,11 +87,11 @@ public final class IdemHandler extends Handler.Abstract {
       HttpLimits limits,
       boolean managementListener) {
     super(InvocationType.BLOCKING);
-    Map<String, Pipeline> paths = new HashMap<>();
+    Map<String, WebhookSource> paths = new HashMap<>();
     Map<String, IdemMetrics.PipelineMeters> m = new HashMap<>();
-    for (Pipeline p : pipelines) {
-      paths.put(p.settings().webhook().path(), p);
-      m.put(p.id(), metrics.pipeline(p.id()));
+    for (WebhookSource w : pipelines) {
+      paths.put(Objects.requireNonNull(w.pipeline().settings().webhook()).path(), w);
+      m.put(w.pipeline().id(), metrics.pipeline(w.pipeline().id()));
     }
     this.byPath = Map.copyOf(paths);
     this.meters = Map.copyOf(m);
@@ -109,7 +110,7 @@ public final class IdemHandler extends Handler.Abstract {
         answer = management(request);
       } else {
         String path = request.getHttpURI().getPath();
-        Pipeline p = path == null ? null : byPath.get(path);
+        WebhookSource p = path == null ? null : byPath.get(path);
         if (p != null) {
           webhook(p, request, response, callback);
           return true;
@@ -149,7 +150,7 @@ public final class IdemHandler extends Handler.Abstract {
     if (!method.equals("GET") && !method.equals("HEAD")) {
       return notAllowed("GET");
     }
-    PrometheusMeterRegistry registry = java.util.Objects.requireNonNull(prometheus);
+    PrometheusMeterRegistry registry = Objects.requireNonNull(prometheus);
     return new Answer(
         200, PROMETHEUS_TYPE, Map.of(), registry.scrape().getBytes(StandardCharsets.UTF_8));
   }
@@ -185,9 +186,10 @@ public final class IdemHandler extends Handler.Abstract {
         405, "method_not_allowed", "use " + allow + " on this path", Map.of("Allow", allow));
   }
 
-  private void webhook(Pipeline p, Request request, Response response, Callback callback) {
-    IdemMetrics.PipelineMeters m = meters.get(p.id());
-    Answer early = beforeBody(p, request);
+  private void webhook(WebhookSource p, Request request, Response response, Callback callback) {
+    IdemMetrics.PipelineMeters m = meters.get(p.pipeline().id());
+    long maxBody = Objects.requireNonNull(p.pipeline().settings().webhook()).maxBody();
+    Answer early = beforeBody(maxBody, request);
     if (early != null) {
       m.answered(early.status());
       write(response, early, callback);
@@ -197,7 +199,7 @@ public final class IdemHandler extends Handler.Abstract {
     BodyReader reader =
         new BodyReader(
             request,
-            p.settings().webhook().maxBody(),
+            maxBody,
             limits,
             request.getComponents().getScheduler(),
             System::nanoTime,
@@ -208,7 +210,7 @@ public final class IdemHandler extends Handler.Abstract {
                 try {
                   a = p.handle(new InboundRequest(body, headers::get));
                 } catch (RuntimeException e) {
-                  LOG.warn("request POST {} failed", p.settings().webhook().path(), e);
+                  LOG.warn("request POST {} failed", request.getHttpURI().getPath(), e);
                   a = Answer.error(500, "internal_error", "the request failed; retry later");
                 }
                 m.answered(a.status());
@@ -225,7 +227,7 @@ public final class IdemHandler extends Handler.Abstract {
   }
 
   /** The checks a webhook request gets from its headers alone; null if it may send its body. */
-  private static @Nullable Answer beforeBody(Pipeline p, Request request) {
+  private static @Nullable Answer beforeBody(long max, Request request) {
     if (!request.getMethod().equals("POST")) {
       return notAllowed("POST");
     }
@@ -234,7 +236,6 @@ public final class IdemHandler extends Handler.Abstract {
     if (refused != null) {
       return refused;
     }
-    long max = p.settings().webhook().maxBody();
     long declared = request.getLength();
     if (declared > max) {
       return tooLarge(max, declared);

@@ -3,6 +3,7 @@ package dev.idem.server.pipeline;
 import dev.idem.key.InboundEvent;
 import dev.idem.key.Principal;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
@@ -16,16 +17,35 @@ import org.jspecify.annotations.Nullable;
  * @param principals the caller's principal chain (caller first, then each delegate, outermost
  *     first); empty when the source authenticates no caller (a verified signature proves the
  *     provider, whose delivery id is then the key)
+ * @param source where the source got the event, for logs and dead letters (e.g. {@code topic},
+ *     {@code partition}, {@code offset} for Kafka; {@code queue}, {@code redelivered} for AMQP);
+ *     empty for a webhook
  */
 public record InboundRequest(
-    byte[] body, Function<String, @Nullable String> headers, List<Principal> principals)
+    byte[] body,
+    Function<String, @Nullable String> headers,
+    List<Principal> principals,
+    Map<String, String> source)
     implements InboundEvent {
 
-  /** Validates the fields and copies the chain. */
+  /** Validates the fields and copies the chain and the source metadata. */
   public InboundRequest {
     Objects.requireNonNull(body, "body");
     Objects.requireNonNull(headers, "headers");
     principals = List.copyOf(principals);
+    source = Map.copyOf(source);
+  }
+
+  /**
+   * Makes an event with a caller's chain and no source metadata.
+   *
+   * @param body the body exactly as received
+   * @param headers returns a header's value by case-insensitive name, or null
+   * @param principals the caller's principal chain
+   */
+  public InboundRequest(
+      byte[] body, Function<String, @Nullable String> headers, List<Principal> principals) {
+    this(body, headers, principals, Map.of());
   }
 
   /**
@@ -35,7 +55,7 @@ public record InboundRequest(
    * @param headers returns a header's value by case-insensitive name, or null
    */
   public InboundRequest(byte[] body, Function<String, @Nullable String> headers) {
-    this(body, headers, List.of());
+    this(body, headers, List.of(), Map.of());
   }
 
   /**
@@ -45,7 +65,17 @@ public record InboundRequest(
    * @return a new event
    */
   public InboundRequest withPrincipals(List<Principal> chain) {
-    return new InboundRequest(body, headers, chain);
+    return new InboundRequest(body, headers, chain, source);
+  }
+
+  /**
+   * Returns this event with another body (a signature check's unwrapped event).
+   *
+   * @param newBody the body
+   * @return a new event
+   */
+  public InboundRequest withBody(byte[] newBody) {
+    return new InboundRequest(newBody, headers, principals, source);
   }
 
   /**

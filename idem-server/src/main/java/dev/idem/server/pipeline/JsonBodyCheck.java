@@ -59,23 +59,23 @@ public final class JsonBodyCheck {
    * Checks a body.
    *
    * @param body the raw body
-   * @return null if it is fine, else the error answer ({@code 400})
+   * @return null if it is fine, else why it is refused (bad input: {@code 400} over HTTP)
    */
-  public @Nullable Answer check(byte[] body) {
+  public Outcome.@Nullable Rejected check(byte[] body) {
     String encoding = notUtf8(body);
     if (encoding != null) {
-      return Answer.error(400, "malformed_json", encoding);
+      return bad("malformed_json", encoding);
     }
     try (JsonParser p = factory.createParser(body)) {
       JsonToken t = p.nextToken();
       if (t == null) {
-        return Answer.error(400, "malformed_json", "the body is empty; send one JSON value");
+        return bad("malformed_json", "the body is empty; send one JSON value");
       }
       int depth = 0;
       do {
         String bad = notIJson(p, t);
         if (bad != null) {
-          return Answer.error(400, "malformed_json", bad);
+          return bad("malformed_json", bad);
         }
         if (t.isStructStart()) {
           depth++;
@@ -84,29 +84,31 @@ public final class JsonBodyCheck {
         }
       } while (depth > 0 && (t = p.nextToken()) != null);
       if (p.nextToken() != null) {
-        return Answer.error(
-            400, "malformed_json", "the body has content after its JSON value; send one value");
+        return bad("malformed_json", "the body has content after its JSON value; send one value");
       }
       return null;
     } catch (StreamConstraintsException e) {
       String m = e.getOriginalMessage();
       if (m != null && m.contains("nesting depth")) {
-        return Answer.error(
-            400,
+        return bad(
             "nesting_too_deep",
             "the JSON is nested deeper than " + maxDepth + " levels; flatten it");
       }
-      return Answer.error(400, "malformed_json", "the JSON exceeds a limit: " + m);
+      return bad("malformed_json", "the JSON exceeds a limit: " + m);
     } catch (IOException e) {
       String m =
           e instanceof com.fasterxml.jackson.core.JsonProcessingException j
               ? j.getOriginalMessage()
               : e.getMessage();
       if (m != null && m.startsWith("Duplicate field")) {
-        return Answer.error(400, "duplicate_field", m + "; send each field name once per object");
+        return bad("duplicate_field", m + "; send each field name once per object");
       }
-      return Answer.error(400, "malformed_json", "the body is not valid JSON: " + firstLine(m));
+      return bad("malformed_json", "the body is not valid JSON: " + firstLine(m));
     }
+  }
+
+  private static Outcome.Rejected bad(String code, String message) {
+    return new Outcome.Rejected(Outcome.Rejection.BAD_INPUT, code, message);
   }
 
   /** What makes one token not I-JSON, or null. */

@@ -12,8 +12,6 @@ import dev.idem.Settlement;
 import dev.idem.StoreUnavailableException;
 import dev.idem.TimeSource;
 import dev.idem.key.NumberOutOfRangeException;
-import dev.idem.server.auth.CallerAuthenticator;
-import dev.idem.server.auth.CallerException;
 import dev.idem.server.config.DedupMode;
 import dev.idem.server.config.DeliveryMode;
 import dev.idem.server.config.PipelineSettings;
@@ -21,72 +19,66 @@ import dev.idem.server.deliver.Delivery;
 import dev.idem.server.deliver.DeliveryOutcome;
 import dev.idem.server.logging.LogFields;
 import dev.idem.server.metrics.IdemMetrics;
-import dev.idem.server.signature.SignatureException;
-import dev.idem.server.signature.SignatureVerifier;
 import dev.idem.server.transform.Transform;
 import dev.idem.server.transform.TransformException;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxStore;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One pipeline's runtime: verifies the signature, checks the JSON, derives the key, decides
- * (dedup), takes the ordering turn, transforms, delivers and settles. Thread-safe; each call to
- * {@link #handle} runs on the caller's thread and blocks until the answer is known.
+ * One pipeline's runtime: checks the JSON, derives the key, decides (dedup), takes the ordering
+ * turn, transforms, delivers and settles, and says what it decided as a transport-neutral {@link
+ * Outcome}. Each source's edge (the webhook's HTTP answer, a broker's acknowledgement) turns the
+ * outcome into its own answer; source-only steps (signatures, caller tokens) run at that edge,
+ * before {@link #process}. Thread-safe; each call runs on the caller's thread and blocks until the
+ * outcome is known.
  *
- * <p>What each outcome answers (the HTTP contract):
+ * <p>The reservation is settled in one place ({@link #settle}): committed when the work is done
+ * (sync: after delivery; async: the key's commit and the outbox entries written together), released
+ * when it failed or the transform dropped the event, fan-out children settled there too. While the
+ * work runs, a renewal timer extends the reservation's lease every third of the lease, so a short
+ * lease (the service's default is {@link dev.idem.server.config.DedupSettings#DEFAULT_LEASE})
+ * bounds how long a dead instance blocks a key, and long work on a live one keeps its key.
  *
- * <ul>
- *   <li>new event, accepted: {@code 202 {"accepted":true,"duplicate":false}} (sync: after delivery;
- *       async: after the key's commit and the outbox entry were written together); in replay mode
- *       the downstream's own answer, which is stored for duplicates;
- *   <li>duplicate: {@code 200 {"accepted":true,"duplicate":true}}, or in replay mode the stored
- *       answer with {@code Idempotent-Replayed: true};
- *   <li>in flight: {@code 409 in_flight} with {@code Retry-After}; replay conflict: {@code 422
- *       key_reused};
- *   <li>no key, bad JSON, duplicate field names, nesting too deep: {@code 400}; bad signature:
- *       {@code 401} (nothing reserved); a missing or invalid bearer token: {@code 401
- *       invalid_token}, a delegation chain too deep: {@code 403 delegation_too_deep}, the JWKS
- *       unreachable: {@code 503 keys_unavailable} (nothing reserved);
- *   <li>store unavailable: {@code 503 store_unavailable} with {@code Retry-After}, nothing
- *       committed;
- *   <li>sync delivery failed after its retries: {@code 502 delivery_failed}, the key released so
- *       the sender's retry is accepted; transform failed: {@code 500 transform_failed}, key
- *       released.
- * </ul>
+ * <p>The body is validated once ({@link JsonBodyCheck}, one depth limit) before anything reads it;
+ * the key, the ordering key and the fingerprint then read the validated bytes.
  *
- * <p>The sender is not authenticated, so error bodies carry the code and a fixed message only; the
- * downstream's address and answer, the jq program and its error, and exceptions go to the log at
- * WARN. A rejected signature is logged through a rate-limited {@code RejectionLog} (pipeline,
- * reason, the provider's delivery id), at most {@code maxRejectionLinesPerSecond} lines a second.
+ * <p>The sender is not authenticated, so outcome messages say what to do and never carry the
+ * downstream's address or answer, the jq program or its error, or exceptions: those go to the log.
  *
- * <p>A transform that outputs nothing drops the event: the key is released and the answer is {@code
- * 202}. Several outputs fan out, each with its own {@code Idempotency-Key} ({@code <key>:<index>}):
- * in sync mode the key commits once every output was delivered and is released at the first
- * failure; in async mode the key's commit and every output's outbox entry are written in one atomic
- * step.
+ * <p>A transform that outputs nothing drops the event: the key is released and the outcome is
+ * {@link Outcome.Accepted} with {@code dropped}. Several outputs fan out, each with its own {@code
+ * Idempotency-Key} ({@code <key>:<index>}): in sync mode the key commits once every output was
+ * delivered and is released at the first failure; in async mode the key's commit and every output's
+ * outbox entry are written in one atomic step.
  */
 public final class Pipeline {
   private static final Logger LOG = LoggerFactory.getLogger(Pipeline.class);
-  private static final Map<String, String> JSON_HEADERS = Map.of("Content-Type", Answer.JSON);
+  private static final Map<String, String> JSON_HEADERS =
+      Map.of("Content-Type", "application/json");
 
-  /** The longest {@code Retry-After} of an in-flight answer, in seconds. */
+  /** The longest wait an in-flight outcome suggests, in seconds. */
   static final long IN_FLIGHT_RETRY_AFTER_MAX = 10;
 
-  /** Seconds a sender is told to wait when the store is unavailable. */
-  static final String STORE_RETRY_AFTER = "5";
+  /** Seconds a sender is told to wait when the store is unavailable or a lease ran out. */
+  public static final long STORE_RETRY_AFTER_SECONDS = 5;
 
   private final PipelineSettings settings;
   private final String id;
-  private final @Nullable SignatureVerifier verifier;
-  private final @Nullable CallerAuthenticator callers;
   private final JsonBodyCheck json;
   private final EventKeys keys;
   private final @Nullable Deduplicator dedup;
@@ -99,16 +91,14 @@ public final class Pipeline {
   private final Runnable onEnqueued;
   private final IdemMetrics.@Nullable PipelineMeters meters;
   private final TimeSource time;
+  private final @Nullable ScheduledExecutorService renewals;
   private final boolean replay;
   private final boolean async;
-  private final RejectionLog rejections;
 
   private Pipeline(Builder b) {
     this.settings = b.settings;
     this.id = settings.id();
-    this.verifier = b.verifier;
-    this.callers = b.callers;
-    this.json = new JsonBodyCheck(settings.webhook().maxDepth(), settings.webhook().maxBody());
+    this.json = new JsonBodyCheck(b.maxDepth, b.maxBody);
     this.keys = Objects.requireNonNull(b.keys, "keys");
     this.dedup = b.dedup;
     this.outbox = b.outbox;
@@ -120,9 +110,9 @@ public final class Pipeline {
     this.onEnqueued = b.onEnqueued;
     this.meters = b.meters;
     this.time = b.time;
+    this.renewals = b.renewals;
     this.replay = settings.dedup() != null && settings.dedup().mode() == DedupMode.REPLAY;
     this.async = settings.deliver().mode() == DeliveryMode.ASYNC;
-    this.rejections = new RejectionLog(LOG, id, time, b.maxRejectionLinesPerSecond);
     if (async && (dedup == null || outbox == null || outboxEncoder == null)) {
       throw new IllegalArgumentException(
           "pipeline " + id + ": async delivery needs a dedup step, an outbox store and an encoder");
@@ -189,6 +179,15 @@ public final class Pipeline {
   }
 
   /**
+   * Returns whether the pipeline stores the first answer of each key and replays it (replay mode).
+   *
+   * @return true in replay mode
+   */
+  public boolean replays() {
+    return replay;
+  }
+
+  /**
    * Returns the {@code Idempotency-Key} sent downstream for an event's key: {@code <pipeline>:<64
    * hex digits>}, so two pipelines delivering to one receiver never collide.
    *
@@ -211,64 +210,42 @@ public final class Pipeline {
   }
 
   /**
-   * Handles one event.
+   * Processes one event: the pipeline's single entry point for every source.
    *
-   * @param request the event
-   * @return the answer
+   * @param event the event, after the source's own checks (signature, caller)
+   * @return what was decided; the reservation is settled when this returns
    */
-  public Answer handle(InboundRequest request) {
-    byte[] body = request.body();
-    if (verifier != null) {
-      try {
-        body = verifier.verifiedBody(body, request.headers());
-      } catch (SignatureException e) {
-        SignatureVerifier v = verifier;
-        InboundRequest raw = request;
-        rejections.rejected(
-            "signature", e.reason().name(), () -> deliveryIdOf(v, raw), 401, e.getMessage());
-        return Answer.error(
-            401, "invalid_signature", e.getMessage() + "; nothing was recorded for this request");
-      }
-      // The event's body differs from the raw body only for a wrapped event (GitHub forms).
-      request = body == request.body() ? request : new InboundRequest(body, request.headers());
-    }
-    if (callers != null) {
-      try {
-        request = request.withPrincipals(callers.principals(request.headers()));
-      } catch (CallerException e) {
-        return CallerAnswers.refused(e);
-      }
-    }
-    Answer bad = json.check(body);
+  public Outcome process(InboundRequest event) {
+    Outcome.Rejected bad = json.check(event.body());
     if (bad != null) {
       return bad;
     }
     DedupKey key;
     try {
-      key = keys.derive(request);
+      key = keys.derive(event);
     } catch (NumberOutOfRangeException e) {
-      return Answer.error(400, "number_out_of_range", e.getMessage());
+      return badInput("number_out_of_range", e.getMessage());
     } catch (KeyDerivationException e) {
-      return Answer.error(400, "missing_key", e.getMessage());
+      return badInput("missing_key", e.getMessage());
     }
-    if (dedup == null) {
-      return process(request, key, null);
+    Deduplicator d = dedup;
+    if (d == null) {
+      return run(event, key, null);
     }
     Fingerprint fingerprint = null;
     if (fingerprints != null) {
       try {
-        fingerprint = fingerprints.apply(body);
+        fingerprint = fingerprints.apply(event.body());
       } catch (NumberOutOfRangeException e) {
-        return Answer.error(400, "number_out_of_range", e.getMessage());
+        return badInput("number_out_of_range", e.getMessage());
       } catch (IdemException e) {
-        return Answer.error(
-            400, "malformed_json", "the body cannot be fingerprinted: " + e.getMessage());
+        return badInput("malformed_json", "the body cannot be fingerprinted: " + e.getMessage());
       }
     }
     Decision decision;
     long started = time.monotonicNanos();
     try {
-      decision = dedup.reserve(key, fingerprint);
+      decision = d.reserve(key, fingerprint);
     } catch (StoreUnavailableException e) {
       return storeUnavailable(e, key);
     }
@@ -284,43 +261,108 @@ public final class Pipeline {
           () -> LOG.debug("decision pipeline={} key={} decision={}", id, key.toHex(), name));
     }
     if (decision instanceof Decision.Acquired a) {
-      if (leaseRanOut(a.reservation())) {
-        return leaseExpired(a.reservation(), key, "before processing (the reserve was slow)", 0);
-      }
-      return process(request, key, a.reservation());
+      return runReserved(event, key, a.reservation());
     }
-    if (decision instanceof Decision.Duplicate d) {
-      byte[] stored = d.result();
-      if (replay && stored != null) {
-        return StoredAnswer.decode(stored).withHeader("Idempotent-Replayed", "true");
+    return notAcquired(key, decision);
+  }
+
+  /**
+   * Processes a batch of events (a broker's poll) in order, reserving their keys with one batch
+   * reserve where the store allows: each event's outcome is the one {@link #process} would give,
+   * and the events are delivered one after another in the batch's order. An event whose key repeats
+   * an earlier one of the batch is decided after that one settled (so it is a duplicate, not in
+   * flight). In replay mode (fingerprints) each event is reserved on its own.
+   *
+   * @param events the events, in the source's order
+   * @return one outcome per event, in order; every reservation is settled when this returns
+   */
+  public List<Outcome> processAll(List<InboundRequest> events) {
+    Deduplicator d = dedup;
+    if (d == null || fingerprints != null || events.size() < 2) {
+      List<Outcome> out = new ArrayList<>(events.size());
+      for (InboundRequest e : events) {
+        out.add(process(e));
       }
-      return Answer.DUPLICATE;
+      return out;
+    }
+    Outcome[] out = new Outcome[events.size()];
+    DedupKey[] keyOf = new DedupKey[events.size()];
+    List<DedupKey> batch = new ArrayList<>(events.size());
+    List<Integer> batched = new ArrayList<>(events.size());
+    Set<DedupKey> seen = new HashSet<>();
+    for (int i = 0; i < events.size(); i++) {
+      InboundRequest e = events.get(i);
+      Outcome.Rejected bad = json.check(e.body());
+      if (bad != null) {
+        out[i] = bad;
+        continue;
+      }
+      try {
+        keyOf[i] = keys.derive(e);
+      } catch (NumberOutOfRangeException ex) {
+        out[i] = badInput("number_out_of_range", ex.getMessage());
+        continue;
+      } catch (KeyDerivationException ex) {
+        out[i] = badInput("missing_key", ex.getMessage());
+        continue;
+      }
+      if (seen.add(keyOf[i])) {
+        batch.add(keyOf[i]);
+        batched.add(i);
+      }
+    }
+    List<Decision> decisions;
+    long started = time.monotonicNanos();
+    try {
+      decisions = batch.isEmpty() ? List.of() : d.reserveAll(batch);
+    } catch (StoreUnavailableException ex) {
+      for (int i = 0; i < out.length; i++) {
+        if (out[i] == null) {
+          out[i] = storeUnavailable(ex, keyOf[i]);
+        }
+      }
+      return List.of(out);
+    }
+    if (meters != null && !batch.isEmpty()) {
+      meters.reserveTook(time.monotonicNanos() - started);
+    }
+    Decision[] decisionOf = new Decision[events.size()];
+    for (int j = 0; j < batched.size(); j++) {
+      decisionOf[batched.get(j)] = decisions.get(j);
+    }
+    for (int i = 0; i < out.length; i++) {
+      if (out[i] != null) {
+        continue;
+      }
+      Decision decision = decisionOf[i];
+      if (decision == null) {
+        out[i] = process(events.get(i)); // its key repeats an earlier event of the batch
+      } else if (decision instanceof Decision.Acquired a) {
+        out[i] = runReserved(events.get(i), keyOf[i], a.reservation());
+      } else {
+        out[i] = notAcquired(keyOf[i], decision);
+      }
+    }
+    return List.of(out);
+  }
+
+  /** The outcome of a decision other than acquired. */
+  private Outcome notAcquired(DedupKey key, Decision decision) {
+    if (decision instanceof Decision.Duplicate dup) {
+      return new Outcome.Duplicate(key, dup.result());
     }
     if (decision instanceof Decision.InFlight f) {
       // The holder usually finishes in milliseconds; its lease only bounds a crashed holder. So a
       // sender is told to come back soon (then it gets the duplicate answer), at most in 10 s.
       long waitMs = Math.max(1_000, f.leaseUntilMillis() - time.wallMillis());
-      String seconds = Long.toString(Math.min(IN_FLIGHT_RETRY_AFTER_MAX, (waitMs + 999) / 1_000));
-      return Answer.error(
-          409,
-          "in_flight",
-          "an event with this key is being processed now; retry later (the answer will then be a"
-              + " duplicate, or it is processed if that attempt failed)",
-          Map.of("Retry-After", seconds));
+      return new Outcome.InFlight(key, Math.min(IN_FLIGHT_RETRY_AFTER_MAX, (waitMs + 999) / 1_000));
     }
-    return Answer.error(
-        422,
-        "key_reused",
-        "this key was already used with a different payload; send a new key for a new request");
+    return new Outcome.Conflict(key);
   }
 
-  /** The provider's delivery id of a rejected request, for the log line; null if it has none. */
-  private static @Nullable String deliveryIdOf(SignatureVerifier v, InboundRequest request) {
-    try {
-      return v.deliveryId(request.body(), request.headers()).orElse(null);
-    } catch (RuntimeException e) {
-      return null; // an unsigned body need not parse; the line just has no delivery id
-    }
+  private static Outcome.Rejected badInput(String code, @Nullable String message) {
+    return new Outcome.Rejected(
+        Outcome.Rejection.BAD_INPUT, code, message == null ? code : message);
   }
 
   private static String decisionName(Decision d) {
@@ -333,39 +375,105 @@ public final class Pipeline {
     return d instanceof Decision.InFlight ? "in_flight" : "conflict";
   }
 
-  private Answer process(InboundRequest request, DedupKey key, @Nullable Reservation r) {
+  /** Runs the work of a reserved key with its lease renewed meanwhile, then settles. */
+  private Outcome runReserved(InboundRequest event, DedupKey key, Reservation r) {
+    if (leaseRanOut(r)) {
+      return settle(r, key, Step.leaseExpired("before processing (the reserve was slow)", 0));
+    }
+    ScheduledFuture<?> renewal = startRenewal(r, key);
+    try {
+      return run(event, key, r);
+    } finally {
+      if (renewal != null) {
+        renewal.cancel(false);
+      }
+    }
+  }
+
+  /**
+   * Extends the lease every third of it while the work runs; a renewal that finds the lease lost
+   * stops (the work then sees the lease ran out at its next check and delivers nothing more).
+   */
+  private @Nullable ScheduledFuture<?> startRenewal(Reservation r, DedupKey key) {
+    ScheduledExecutorService timer = renewals;
+    Deduplicator d = dedup;
+    if (timer == null || d == null) {
+      return null;
+    }
+    long every = Math.max(1, d.config().lease().toMillis() / 3);
+    try {
+      return timer.scheduleWithFixedDelay(() -> renew(r, key), every, every, TimeUnit.MILLISECONDS);
+    } catch (RejectedExecutionException e) {
+      return null; // shutting down: the lease alone bounds the work
+    }
+  }
+
+  private void renew(Reservation r, DedupKey key) {
+    if (r.settlement() != null) {
+      throw new CancellationException(); // settled meanwhile: stop this renewal
+    }
+    try {
+      if (!r.extend()) {
+        LOG.warn(
+            "pipeline={} key={} lease could not be renewed (it ran out or was taken over)",
+            id,
+            key.toHex());
+        throw new CancellationException();
+      }
+    } catch (StoreUnavailableException e) {
+      // The next renewal tries again; until then the lease keeps running.
+      LOG.debug("pipeline={} key={} lease renewal failed: {}", id, key.toHex(), e.getMessage());
+    } catch (IdemException e) {
+      throw new CancellationException(); // settled between the check and the extend
+    }
+  }
+
+  /** Orders, transforms and delivers (or enqueues); returns the settled outcome. */
+  private Outcome run(InboundRequest event, DedupKey key, @Nullable Reservation r) {
     OrderingStep.Turn turn = null;
     try {
       if (ordering != null) {
-        turn = ordering.enter(request);
+        turn = ordering.enter(event);
       }
       List<byte[]> outputs =
-          transform == null ? List.of(request.body()) : transform.apply(request.body());
+          transform == null ? List.of(event.body()) : transform.apply(event.body());
       String orderingKey = turn == null ? null : turn.key();
       if (outputs.isEmpty()) {
-        release(r, key, "the transform dropped it");
-        return Answer.ACCEPTED;
+        return settle(r, key, Step.dropped());
       }
-      return async
-          ? enqueue(key, Objects.requireNonNull(r), orderingKey, outputs)
-          : deliverNow(key, r, orderingKey, outputs);
+      return settle(
+          r,
+          key,
+          async ? enqueue(key, orderingKey, outputs) : deliverNow(key, r, orderingKey, outputs));
     } catch (TransformException e) {
-      release(r, key, "the transform failed");
       // The jq program and its error are the operator's business, not the sender's.
       LOG.warn("pipeline={} key={} transform failed: {}", id, key.toHex(), e.getMessage());
-      return Answer.error(
-          500,
-          "transform_failed",
-          "the pipeline's transform failed on this event; nothing was delivered and the key was"
-              + " released, so a retry is processed again (the service's log says why)");
+      return settle(
+          r,
+          key,
+          Step.release(
+              "the transform failed",
+              new Outcome.Failed(
+                  key,
+                  Outcome.Failure.TRANSFORM,
+                  "transform_failed",
+                  "the pipeline's transform failed on this event; nothing was delivered and the"
+                      + " key was released, so a retry is processed again (the service's log says"
+                      + " why)")));
     } catch (StoreUnavailableException e) {
-      release(r, key, "the store is unavailable");
-      return storeUnavailable(e, key);
+      return settle(r, key, Step.release("the store is unavailable", storeUnavailable(e, key)));
     } catch (RuntimeException e) {
-      release(r, key, "processing failed");
       LOG.warn("pipeline={} key={} processing failed", id, key.toHex(), e);
-      return Answer.error(
-          500, "internal_error", "processing failed; the key was released, retry later");
+      return settle(
+          r,
+          key,
+          Step.release(
+              "processing failed",
+              new Outcome.Failed(
+                  key,
+                  Outcome.Failure.INTERNAL,
+                  "internal_error",
+                  "processing failed; the key was released, retry later")));
     } finally {
       if (turn != null) {
         turn.close();
@@ -373,72 +481,51 @@ public final class Pipeline {
     }
   }
 
-  private Answer deliverNow(
+  /** Delivers every output now; says how to settle. */
+  private Step deliverNow(
       DedupKey key, @Nullable Reservation r, @Nullable String orderingKey, List<byte[]> outputs) {
     if (leaseRanOut(r)) {
-      return leaseExpired(r, key, "before delivery", 0);
+      return Step.leaseExpired("before delivery", 0);
     }
     if (outputs.size() == 1) {
       DeliveryOutcome outcome =
           deliverer.deliver(
               new Delivery(id, idempotencyKey(key), orderingKey, outputs.get(0), JSON_HEADERS));
       if (outcome instanceof DeliveryOutcome.Failed f) {
-        release(r, key, "delivery failed");
-        return deliveryFailed(key, f);
+        return Step.release("delivery failed", deliveryFailed(key, f));
       }
-      DeliveryOutcome.Delivered d = (DeliveryOutcome.Delivered) outcome;
-      Answer answer = replay ? replayAnswer(d) : Answer.ACCEPTED;
-      commit(r, key, replay ? StoredAnswer.encode(answer) : null);
-      return answer;
+      Outcome.Reply reply = replay ? replyOf((DeliveryOutcome.Delivered) outcome) : null;
+      return new Step.Commit(
+          replay ? StoredAnswer.encode(reply) : null, new Outcome.Accepted(key, reply, false));
     }
-    FanOut fan = r == null ? null : r.fanOut(outputs.size());
     for (int i = 0; i < outputs.size(); i++) {
-      FanOut.Child child = fan == null ? null : fan.child();
       if (i > 0 && leaseRanOut(r)) {
         // The outputs delivered so far carry their own Idempotency-Keys; a resend repeats them.
-        settleChild(child, false, key);
-        return leaseExpired(null, key, "before delivering output " + i, i);
+        return new Step.FanOutStopped(
+            outputs.size(), i, leaseExpiredOutcome(key, "before delivering output " + i, i));
       }
       DeliveryOutcome outcome =
           deliverer.deliver(
               new Delivery(
                   id, idempotencyKey(key) + ":" + i, orderingKey, outputs.get(i), JSON_HEADERS));
       if (outcome instanceof DeliveryOutcome.Failed f) {
-        settleChild(child, false, key);
-        return deliveryFailed(key, f);
+        return new Step.FanOutStopped(outputs.size(), i, deliveryFailed(key, f));
       }
-      settleChild(child, true, key);
     }
-    return Answer.ACCEPTED;
+    return new Step.FanOutStopped(
+        outputs.size(), outputs.size(), new Outcome.Accepted(key, null, false));
   }
 
-  private void settleChild(FanOut.@Nullable Child child, boolean ok, DedupKey key) {
-    if (child == null) {
-      return;
-    }
-    try {
-      if (ok) {
-        child.succeeded();
-      } else {
-        child.failed();
-      }
-    } catch (IdemException e) {
-      // Delivered or not, the answer stands; an unsettled key heals when its lease runs out.
-      LOG.warn("pipeline={} key={} fan-out settlement failed: {}", id, key.toHex(), e.getMessage());
-    }
-  }
-
-  private static Answer replayAnswer(DeliveryOutcome.Delivered d) {
+  private static Outcome.@Nullable Reply replyOf(DeliveryOutcome.Delivered d) {
     byte[] body = d.responseBody();
     if (d.status() >= 200 && d.status() < 300 && body != null) {
-      String type = d.contentType() == null ? Answer.JSON : d.contentType();
-      return new Answer(d.status(), type, Map.of(), body);
+      return new Outcome.Reply(d.status(), d.contentType(), body);
     }
-    return Answer.ACCEPTED;
+    return null;
   }
 
-  private Answer enqueue(
-      DedupKey key, Reservation r, @Nullable String orderingKey, List<byte[]> outputs) {
+  /** Encodes every output as an outbox message; says how to settle (commit and enqueue). */
+  private Step enqueue(DedupKey key, @Nullable String orderingKey, List<byte[]> outputs) {
     Function<Delivery, byte[]> encoder = Objects.requireNonNull(outboxEncoder);
     String idempotencyKey = idempotencyKey(key);
     List<OutboxMessage> messages = new ArrayList<>(outputs.size());
@@ -448,24 +535,102 @@ public final class Pipeline {
       Delivery delivery = new Delivery(id, childKey, orderingKey, outputs.get(i), JSON_HEADERS);
       messages.add(new OutboxMessage(id, key, encoder.apply(delivery)));
     }
-    // The key's commit and every message are written together: accepted whole or not at all.
-    if (leaseRanOut(r)) {
-      return leaseExpired(r, key, "before the accept was written", 0);
+    return new Step.Enqueue(messages);
+  }
+
+  /** How the work ended, and so how its reservation is settled. */
+  private sealed interface Step {
+    /** Commit (with the stored result), answering the outcome. */
+    record Commit(byte @Nullable [] result, Outcome outcome) implements Step {}
+
+    /** Commit and write the outbox entries in one atomic step. */
+    record Enqueue(List<OutboxMessage> messages) implements Step {}
+
+    /** Release, answering the outcome. */
+    record Release(String why, @Nullable Outcome outcome) implements Step {}
+
+    /**
+     * A fan-out in sync mode: the first {@code delivered} of {@code total} outputs were delivered;
+     * if fewer than all, the next one failed (or was not tried) and the key is released.
+     */
+    record FanOutStopped(int total, int delivered, Outcome outcome) implements Step {}
+
+    /** Release because the lease ran out. */
+    record LeaseExpired(String when, int delivered) implements Step {}
+
+    static Step release(String why, @Nullable Outcome outcome) {
+      return new Release(why, outcome);
     }
-    if (r.commitAndEnqueue(messages) == Settlement.LEASE_LOST) {
-      LOG.warn(
-          "pipeline={} key={} lease ran out before the accept was written; nothing was enqueued",
-          id,
-          key.toHex());
-      return Answer.error(
-          503,
-          "lease_expired",
-          "processing took longer than dedup.lease and the key was taken over; nothing was"
-              + " recorded for this request, retry later",
-          Map.of("Retry-After", STORE_RETRY_AFTER));
+
+    static Step dropped() {
+      return new Release("the transform dropped it", null);
     }
-    onEnqueued.run();
-    return Answer.ACCEPTED;
+
+    static Step leaseExpired(String when, int delivered) {
+      return new LeaseExpired(when, delivered);
+    }
+  }
+
+  /**
+   * Settles the reservation as the work ended and returns the outcome: the one place where a
+   * pipeline commits, releases or settles fan-out children.
+   */
+  private Outcome settle(@Nullable Reservation r, DedupKey key, Step step) {
+    if (step instanceof Step.Commit c) {
+      commit(r, key, c.result());
+      return c.outcome();
+    }
+    if (step instanceof Step.Enqueue e) {
+      Reservation held = Objects.requireNonNull(r);
+      // The key's commit and every message are written together: accepted whole or not at all.
+      if (leaseRanOut(held)) {
+        return settle(held, key, Step.leaseExpired("before the accept was written", 0));
+      }
+      if (held.commitAndEnqueue(e.messages()) == Settlement.LEASE_LOST) {
+        LOG.warn(
+            "pipeline={} key={} lease ran out before the accept was written; nothing was"
+                + " enqueued",
+            id,
+            key.toHex());
+        return new Outcome.Unavailable(
+            key,
+            "lease_expired",
+            "processing took longer than dedup.lease and the key was taken over; nothing was"
+                + " recorded for this request, retry later",
+            STORE_RETRY_AFTER_SECONDS);
+      }
+      onEnqueued.run();
+      return new Outcome.Accepted(key, null, false);
+    }
+    if (step instanceof Step.Release rel) {
+      release(r, key, rel.why());
+      return rel.outcome() == null ? new Outcome.Accepted(key, null, true) : rel.outcome();
+    }
+    if (step instanceof Step.FanOutStopped f) {
+      settleFanOut(r, key, f);
+      return f.outcome();
+    }
+    Step.LeaseExpired l = (Step.LeaseExpired) step;
+    release(r, key, "its lease ran out " + l.when());
+    return leaseExpiredOutcome(key, l.when(), l.delivered());
+  }
+
+  private void settleFanOut(@Nullable Reservation r, DedupKey key, Step.FanOutStopped f) {
+    if (r == null) {
+      return;
+    }
+    try {
+      FanOut fan = r.fanOut(f.total());
+      for (int i = 0; i < f.delivered(); i++) {
+        fan.child().succeeded();
+      }
+      if (f.delivered() < f.total()) {
+        fan.child().failed();
+      }
+    } catch (IdemException e) {
+      // Delivered or not, the outcome stands; an unsettled key heals when its lease runs out.
+      LOG.warn("pipeline={} key={} fan-out settlement failed: {}", id, key.toHex(), e.getMessage());
+    }
   }
 
   /**
@@ -477,20 +642,19 @@ public final class Pipeline {
   }
 
   /**
-   * Releases (a no-op if the key was taken over) and answers 503 instead of delivering.
+   * The outcome when the lease ran out before the work was done.
    *
    * @param delivered how many fan-out outputs were delivered before the lease ran out
    */
-  private Answer leaseExpired(@Nullable Reservation r, DedupKey key, String when, int delivered) {
-    release(r, key, "its lease ran out " + when);
+  private Outcome leaseExpiredOutcome(DedupKey key, String when, int delivered) {
     LOG.warn(
-        "pipeline={} key={} lease ran out {}; {} delivered, answered 503",
+        "pipeline={} key={} lease ran out {}; {} delivered, answered unavailable",
         id,
         key.toHex(),
         when,
         delivered == 0 ? "nothing" : delivered + " outputs");
-    return Answer.error(
-        503,
+    return new Outcome.Unavailable(
+        key,
         "lease_expired",
         "processing took longer than dedup.lease (a slow store or ordering wait); "
             + (delivered == 0
@@ -500,21 +664,22 @@ public final class Pipeline {
                     + " outputs were delivered (a resend repeats them with the same"
                     + " Idempotency-Keys)")
             + ", retry later",
-        Map.of("Retry-After", STORE_RETRY_AFTER));
+        STORE_RETRY_AFTER_SECONDS);
   }
 
   /**
    * The sender learns only that delivery failed; the downstream's address, status and answer go to
    * the log (each attempt was logged by the deliverer, this line says what the sender was told).
    */
-  private Answer deliveryFailed(DedupKey key, DeliveryOutcome.Failed f) {
+  private Outcome deliveryFailed(DedupKey key, DeliveryOutcome.Failed f) {
     LOG.warn(
-        "pipeline={} key={} delivery failed, answered 502 and released the key: {}",
+        "pipeline={} key={} delivery failed, answered delivery_failed and released the key: {}",
         id,
         key.toHex(),
         f.error());
-    return Answer.error(
-        502,
+    return new Outcome.Failed(
+        key,
+        Outcome.Failure.DELIVERY,
         "delivery_failed",
         "the event could not be delivered downstream; nothing was recorded for it, so a retry of"
             + " this request is accepted");
@@ -566,7 +731,7 @@ public final class Pipeline {
     }
   }
 
-  private Answer storeUnavailable(StoreUnavailableException e, DedupKey key) {
+  private Outcome.Unavailable storeUnavailable(StoreUnavailableException e, DedupKey key) {
     if (meters != null) {
       meters.storeUnavailable();
     }
@@ -576,18 +741,16 @@ public final class Pipeline {
         "store_unavailable",
         () ->
             LOG.warn("pipeline={} key={} store unavailable: {}", id, key.toHex(), e.getMessage()));
-    return Answer.error(
-        503,
+    return new Outcome.Unavailable(
+        key,
         "store_unavailable",
         "the dedup store is unavailable; nothing was committed, retry later",
-        Map.of("Retry-After", STORE_RETRY_AFTER));
+        STORE_RETRY_AFTER_SECONDS);
   }
 
   /** Assembles a {@link Pipeline}. Not thread-safe. */
   public static final class Builder {
     private final PipelineSettings settings;
-    private @Nullable SignatureVerifier verifier;
-    private @Nullable CallerAuthenticator callers;
     private @Nullable EventKeys keys;
     private @Nullable Deduplicator dedup;
     private @Nullable OutboxStore outbox;
@@ -599,32 +762,14 @@ public final class Pipeline {
     private Runnable onEnqueued = () -> {};
     private IdemMetrics.@Nullable PipelineMeters meters;
     private TimeSource time = TimeSource.system();
-    private int maxRejectionLinesPerSecond = RejectionLog.DEFAULT_MAX_PER_SECOND;
+    private @Nullable ScheduledExecutorService renewals;
+    private final int maxDepth;
+    private final long maxBody;
 
     private Builder(PipelineSettings settings) {
       this.settings = Objects.requireNonNull(settings, "settings");
-    }
-
-    /**
-     * Sets the signature verifier.
-     *
-     * @param verifier the verifier, or null for none
-     * @return this builder
-     */
-    public Builder verifier(@Nullable SignatureVerifier verifier) {
-      this.verifier = verifier;
-      return this;
-    }
-
-    /**
-     * Sets the caller authentication; its principal chain feeds the default key.
-     *
-     * @param callers the authenticator, or null for none
-     * @return this builder
-     */
-    public Builder callers(@Nullable CallerAuthenticator callers) {
-      this.callers = callers;
-      return this;
+      this.maxDepth = settings.source().maxDepth();
+      this.maxBody = settings.source().maxBody();
     }
 
     /**
@@ -740,18 +885,14 @@ public final class Pipeline {
     }
 
     /**
-     * Sets how many rejected requests (bad signatures) are logged per second at most; the lines
-     * left out are counted in the next line (default 10).
+     * Sets the timer that renews a reservation's lease while its work runs (every third of the
+     * lease); without one, the lease alone bounds the work.
      *
-     * @param max at least 1
+     * @param renewals a shared scheduler, or null for no renewal
      * @return this builder
-     * @throws IllegalArgumentException if below 1
      */
-    public Builder maxRejectionLinesPerSecond(int max) {
-      if (max < 1) {
-        throw new IllegalArgumentException("max rejection lines per second must be positive");
-      }
-      this.maxRejectionLinesPerSecond = max;
+    public Builder renewals(@Nullable ScheduledExecutorService renewals) {
+      this.renewals = renewals;
       return this;
     }
 

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.idem.Deduplicator;
 import dev.idem.Fingerprint;
 import dev.idem.Scope;
+import dev.idem.TimeSource;
 import dev.idem.server.IdemServer;
 import dev.idem.server.ServiceRuntime;
 import dev.idem.server.config.ConfigLoader;
@@ -16,6 +17,7 @@ import dev.idem.server.deliver.DeliveryOutcome;
 import dev.idem.server.deliver.Sink;
 import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.pipeline.Pipeline;
+import dev.idem.server.source.webhook.WebhookSource;
 import dev.idem.server.support.Http;
 import dev.idem.server.support.RecordingSink;
 import dev.idem.server.support.SwitchableStore;
@@ -112,11 +114,26 @@ class WebhookContractTest {
             pipeline(config, "r", replaySink, metrics)
                 .fingerprints(b -> Fingerprint.sha256(b))
                 .build(),
-            pipeline(config, "s", signedSink, metrics).verifier(TestParts.headerVerifier()).build(),
+            pipeline(config, "s", signedSink, metrics).build(),
             pipeline(config, "slow", slowSink, metrics).build());
+    List<WebhookSource> webhooks =
+        pipelines.stream()
+            .map(
+                p ->
+                    p.id().equals("s")
+                        ? new WebhookSource(
+                            p,
+                            TestParts.headerVerifier(),
+                            null,
+                            TimeSource.system(),
+                            WebhookSource.DEFAULT_MAX_REJECTION_LINES_PER_SECOND)
+                        : WebhookSource.unsigned(p))
+            .toList();
     ServiceRuntime runtime =
         new ServiceRuntime(
             pipelines,
+            webhooks,
+            List.of(),
             List.of(store),
             List.of(),
             List.of(),

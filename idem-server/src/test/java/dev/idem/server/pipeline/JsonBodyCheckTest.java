@@ -8,12 +8,12 @@ import org.junit.jupiter.api.Test;
 class JsonBodyCheckTest {
   final JsonBodyCheck check = new JsonBodyCheck(3, 1 << 20);
 
-  Answer check(String body) {
+  Outcome.Rejected check(String body) {
     return check.check(body.getBytes(StandardCharsets.UTF_8));
   }
 
-  static String code(Answer a) {
-    return a == null ? null : a.bodyText().replaceAll("^\\{\"error\":\"([a-z_]+)\".*", "$1");
+  static String code(Outcome.Rejected a) {
+    return a == null ? null : a.code();
   }
 
   @Test

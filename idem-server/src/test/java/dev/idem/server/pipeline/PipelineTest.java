@@ -1,5 +1,6 @@
 package dev.idem.server.pipeline;
 
+import static dev.idem.server.support.PipelineAnswers.answer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.DedupKey;
@@ -20,6 +21,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.Test;
 
 /** The pipeline's steps and settlements, without HTTP. */
@@ -71,7 +75,7 @@ class PipelineTest {
     Pipeline p =
         builder(settings("{ key: source.id }", "{ stdout: {} }")).transform(b -> List.of()).build();
 
-    Answer a = p.handle(event("{\"id\":\"drop\"}"));
+    Answer a = answer(p, event("{\"id\":\"drop\"}"));
 
     assertThat(a).isEqualTo(Answer.ACCEPTED);
     assertThat(sink.delivered()).isEmpty();
@@ -88,7 +92,7 @@ class PipelineTest {
                 })
             .build();
 
-    Answer a = p.handle(event("{\"id\":\"bad\"}"));
+    Answer a = answer(p, event("{\"id\":\"bad\"}"));
 
     assertThat(a.status()).isEqualTo(500);
     assertThat(a.bodyText())
@@ -108,7 +112,7 @@ class PipelineTest {
                         "{\"line\":2}".getBytes(StandardCharsets.UTF_8)))
             .build();
 
-    Answer a = p.handle(event("{\"id\":\"fan\"}"));
+    Answer a = answer(p, event("{\"id\":\"fan\"}"));
 
     String hex = TestParts.keyOf("fan").toHex();
     assertThat(a).isEqualTo(Answer.ACCEPTED);
@@ -134,7 +138,7 @@ class PipelineTest {
                         : sink.deliver(d))
             .build();
 
-    Answer a = p.handle(event("{\"id\":\"fan-fail\"}"));
+    Answer a = answer(p, event("{\"id\":\"fan-fail\"}"));
 
     assertThat(a.status()).isEqualTo(502);
     assertThat(state("fan-fail")).isEqualTo(KeyState.ABSENT);
@@ -152,8 +156,8 @@ class PipelineTest {
                 })
             .build();
 
-    Answer first = p.handle(event("{\"id\":\"a-1\"}"));
-    Answer again = p.handle(event("{\"id\":\"a-1\"}"));
+    Answer first = answer(p, event("{\"id\":\"a-1\"}"));
+    Answer again = answer(p, event("{\"id\":\"a-1\"}"));
 
     assertThat(first).isEqualTo(Answer.ACCEPTED);
     assertThat(again).isEqualTo(Answer.DUPLICATE);
@@ -183,7 +187,7 @@ class PipelineTest {
                 })
             .build();
 
-    Answer a = p.handle(event("{\"id\":\"a-fan\"}"));
+    Answer a = answer(p, event("{\"id\":\"a-fan\"}"));
 
     String hex = TestParts.keyOf("a-fan").toHex();
     assertThat(a).isEqualTo(Answer.ACCEPTED);
@@ -206,7 +210,7 @@ class PipelineTest {
             .outboxEncoder(Delivery::body)
             .build();
 
-    Answer a = p.handle(event("{\"id\":\"slow\"}"));
+    Answer a = answer(p, event("{\"id\":\"slow\"}"));
 
     assertThat(a.status()).isEqualTo(503);
     assertThat(a.bodyText()).startsWith("{\"error\":\"lease_expired\"");
@@ -224,7 +228,7 @@ class PipelineTest {
     store.onReserve(() -> time.advance(Duration.ofSeconds(2)));
 
     // When the event comes in
-    Answer a = p.handle(event("{\"id\":\"stalled\"}"));
+    Answer a = answer(p, event("{\"id\":\"stalled\"}"));
 
     // Then nothing is delivered, the answer is 503 with Retry-After, and the key is free again
     assertThat(a.status()).isEqualTo(503);
@@ -235,7 +239,7 @@ class PipelineTest {
 
     // And a resend after the stall is delivered once
     store.onReserve(() -> {});
-    assertThat(p.handle(event("{\"id\":\"stalled\"}"))).isEqualTo(Answer.ACCEPTED);
+    assertThat(answer(p, event("{\"id\":\"stalled\"}"))).isEqualTo(Answer.ACCEPTED);
     assertThat(sink.delivered()).hasSize(1);
   }
 
@@ -260,7 +264,7 @@ class PipelineTest {
             .build();
 
     // When the event comes in, then it is not delivered and the key is released
-    Answer a = p.handle(event("{\"id\":\"waited\"}"));
+    Answer a = answer(p, event("{\"id\":\"waited\"}"));
     assertThat(a.status()).isEqualTo(503);
     assertThat(sink.delivered()).isEmpty();
     assertThat(state("waited")).isEqualTo(KeyState.ABSENT);
@@ -294,17 +298,60 @@ class PipelineTest {
                 })
             .build();
 
-    p.handle(event("{\"id\":\"o-1\"}"));
+    answer(p, event("{\"id\":\"o-1\"}"));
 
     assertThat(log).containsExactly("enter", "deliver customer-9", "leave");
+  }
+
+  /**
+   * Issue 11: a live holder renews its lease while its work runs, so work longer than the lease
+   * keeps single flight and commits; without renewal the commit finds the lease lost.
+   */
+  @Test
+  void aLeaseIsRenewedWhileTheWorkRunsSoLongWorkStillCommits() {
+    ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
+    try {
+      long[] renewedUntil = new long[1];
+      Pipeline p =
+          builder(settings("{ key: id, lease: 300ms }", "{ stdout: {} }"))
+              .renewals(timer)
+              .deliverer(
+                  d -> {
+                    // Twice past a third of the lease and past its first end: each time, wait
+                    // until the timer renewed the lease from the (manual) now.
+                    for (int i = 0; i < 2; i++) {
+                      time.advance(Duration.ofMillis(200));
+                      long now = time.wallMillis();
+                      Awaitility.await()
+                          .atMost(Duration.ofSeconds(10))
+                          .until(
+                              () ->
+                                  state("long") instanceof KeyState.InFlight f
+                                      && f.leaseUntilMillis() >= now + 300);
+                      renewedUntil[0] = ((KeyState.InFlight) state("long")).leaseUntilMillis();
+                    }
+                    return sink.deliver(d);
+                  })
+              .build();
+      long start = time.wallMillis();
+
+      Answer a = answer(p, event("{\"id\":\"long\"}"));
+
+      assertThat(a.status()).isEqualTo(202);
+      assertThat(renewedUntil[0]).isGreaterThanOrEqualTo(start + 400 + 300);
+      assertThat(state("long")).isInstanceOf(KeyState.Committed.class);
+      assertThat(sink.delivered()).hasSize(1);
+    } finally {
+      timer.shutdownNow();
+    }
   }
 
   @Test
   void withoutDedupEveryEventIsDelivered() {
     Pipeline p = builder(settings("", "{ stdout: {} }")).build();
 
-    p.handle(event("{\"id\":\"same\"}"));
-    p.handle(event("{\"id\":\"same\"}"));
+    answer(p, event("{\"id\":\"same\"}"));
+    answer(p, event("{\"id\":\"same\"}"));
 
     assertThat(sink.delivered()).hasSize(2);
   }
@@ -333,7 +380,7 @@ class PipelineTest {
     Pipeline p =
         builder(settings("{ key: 'header(\"X-Id\")' }", "{ stdout: {} }")).keys(byHeader).build();
 
-    Answer a = p.handle(new InboundRequest("{}".getBytes(StandardCharsets.UTF_8), headers::get));
+    Answer a = answer(p, new InboundRequest("{}".getBytes(StandardCharsets.UTF_8), headers::get));
 
     assertThat(a).isEqualTo(Answer.ACCEPTED);
     assertThat(state("h-1")).isInstanceOf(KeyState.Committed.class);

@@ -49,7 +49,7 @@ public final class TestService implements AutoCloseable {
       pipelines.add(b.build());
     }
     ServiceRuntime runtime =
-        new ServiceRuntime(
+        ServiceRuntime.ofWebhooks(
             pipelines,
             List.of(store),
             List.of(),

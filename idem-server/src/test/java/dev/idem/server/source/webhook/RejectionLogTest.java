@@ -1,4 +1,4 @@
-package dev.idem.server.pipeline;
+package dev.idem.server.source.webhook;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
