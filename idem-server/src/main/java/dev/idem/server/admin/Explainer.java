@@ -21,6 +21,7 @@ import dev.idem.server.http.AdminApi;
 import dev.idem.server.pipeline.Answer;
 import dev.idem.server.pipeline.InboundRequest;
 import dev.idem.server.pipeline.JsonBodyCheck;
+import dev.idem.server.pipeline.Outcome;
 import dev.idem.server.pipeline.Pipeline;
 import dev.idem.server.signature.SignatureException;
 import dev.idem.server.signature.SignatureSettings;
@@ -156,11 +157,13 @@ public final class Explainer {
       check(checks, "signature", "skipped", "the pipeline checks no signature");
     }
 
-    Answer bad = json.check(body);
+    Outcome.Rejected bad = json.check(body);
     if (bad != null) {
-      check(checks, "json", "failed", bad.bodyText());
+      check(checks, "json", "failed", bad.message());
       return rejected(
-          out, bad, "the body is not acceptable JSON, so the sender got " + bad.status());
+          out,
+          Answer.error(400, bad.code(), bad.message()),
+          "the body is not acceptable JSON (" + bad.message() + "), so the sender got 400");
     }
     check(checks, "json", "ok", "the body is well-formed JSON within the limits");
 

@@ -98,7 +98,7 @@ class ExplainerTest {
   void replayModeTellsAConflictFromADuplicate() {
     Pipeline p = pipeline(settings("{ key: source.id, mode: replay }"));
     Explainer explainer = new Explainer(p, null, null, time);
-    p.handle(
+    p.process(
         new InboundRequest("{\"id\":\"r\",\"n\":1}".getBytes(StandardCharsets.UTF_8), n -> null));
 
     assertThat(explainer.explain(event("{\"n\":1,\"id\":\"r\"}")).get("decision").asText())
