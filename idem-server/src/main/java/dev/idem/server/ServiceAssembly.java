@@ -1,5 +1,6 @@
 package dev.idem.server;
 
+import dev.idem.DedupConfig;
 import dev.idem.DedupListener;
 import dev.idem.Deduplicator;
 import dev.idem.IdemConfigException;
@@ -272,7 +273,21 @@ public final class ServiceAssembly {
                     .lockTtl(o.lockTtl())
                     .build());
         background.add(gate);
-        b.ordering(new GateOrdering(PipelineKeys.rule(o.key()), gate));
+        StoreSettings shared = config.storeOf(p);
+        if (shared.type().shared() && p.deliver().mode() == DeliveryMode.SYNC) {
+          // Several instances share the store: a key's turn is also a lock in it.
+          Deduplicator locks =
+              Deduplicator.builder(
+                      Objects.requireNonNull(stores.get(shared), "ordering needs the store"),
+                      Scope.of(p.id(), "ordering"))
+                  .config(DedupConfig.custom().lease(o.lockTtl()).ttl(o.lockTtl()).build())
+                  .timeSource(time)
+                  .build();
+          b.ordering(
+              new SharedOrdering(p.id(), PipelineKeys.rule(o.key()), gate, locks, renewals, time));
+        } else {
+          b.ordering(new GateOrdering(PipelineKeys.rule(o.key()), gate));
+        }
       }
       if (p.jq() != null) {
         Transform t = edge.transform(Objects.requireNonNull(p.jq()));

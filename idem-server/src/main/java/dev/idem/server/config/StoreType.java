@@ -19,6 +19,16 @@ public enum StoreType implements ConfigName {
   }
 
   /**
+   * Returns whether several service instances can share this kind of store (then ordering takes a
+   * lock in it, not only in the instance).
+   *
+   * @return true for redis and jdbc
+   */
+  public boolean shared() {
+    return this == REDIS || this == JDBC;
+  }
+
+  /**
    * Returns whether this kind of store also keeps an outbox, which {@code deliver.mode: async}
    * needs.
    *

@@ -25,6 +25,17 @@ public interface OrderingStep {
      */
     String key();
 
+    /**
+     * Returns the fence of the lock this turn holds across instances (sent downstream as {@code
+     * Idem-Fence}, so a redelivery after an owner died is recognisable), or null for a turn that
+     * holds no shared lock.
+     *
+     * @return the fence token, or null
+     */
+    default @Nullable String fence() {
+      return null;
+    }
+
     /** Gives the turn to the next event with the same key. */
     @Override
     void close();

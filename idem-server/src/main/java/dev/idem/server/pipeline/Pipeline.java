@@ -71,6 +71,12 @@ public final class Pipeline {
   private static final Map<String, String> JSON_HEADERS =
       Map.of("Content-Type", "application/json");
 
+  /**
+   * The header that carries the fence of the shared ordering lock downstream: a new value each time
+   * the key's lock changes hands, so a receiver can tell a redelivery after an owner died.
+   */
+  public static final String FENCE = "Idem-Fence";
+
   /** The longest wait an in-flight outcome suggests, in seconds. */
   static final long IN_FLIGHT_RETRY_AFTER_MAX = 10;
 
@@ -441,10 +447,28 @@ public final class Pipeline {
       if (outputs.isEmpty()) {
         return settle(r, key, Step.dropped());
       }
+      String fence = turn == null ? null : turn.fence();
+      Map<String, String> headers =
+          fence == null ? JSON_HEADERS : Map.of("Content-Type", "application/json", FENCE, fence);
       return settle(
           r,
           key,
-          async ? enqueue(key, orderingKey, outputs) : deliverNow(key, r, orderingKey, outputs));
+          async
+              ? enqueue(key, orderingKey, outputs)
+              : deliverNow(key, r, orderingKey, outputs, headers));
+    } catch (OrderingBusyException e) {
+      LOG.warn("pipeline={} key={} not processed: {}", id, key.toHex(), e.getMessage());
+      return settle(
+          r,
+          key,
+          Step.release(
+              "its ordering key is busy",
+              new Outcome.Unavailable(
+                  key,
+                  "ordering_busy",
+                  "an earlier event with this event's ordering key is still being processed;"
+                      + " nothing was recorded for this one, retry later",
+                  STORE_RETRY_AFTER_SECONDS)));
     } catch (TransformException e) {
       // The jq program and its error are the operator's business, not the sender's.
       LOG.warn("pipeline={} key={} transform failed: {}", id, key.toHex(), e.getMessage());
@@ -483,14 +507,18 @@ public final class Pipeline {
 
   /** Delivers every output now; says how to settle. */
   private Step deliverNow(
-      DedupKey key, @Nullable Reservation r, @Nullable String orderingKey, List<byte[]> outputs) {
+      DedupKey key,
+      @Nullable Reservation r,
+      @Nullable String orderingKey,
+      List<byte[]> outputs,
+      Map<String, String> headers) {
     if (leaseRanOut(r)) {
       return Step.leaseExpired("before delivery", 0);
     }
     if (outputs.size() == 1) {
       DeliveryOutcome outcome =
           deliverer.deliver(
-              new Delivery(id, idempotencyKey(key), orderingKey, outputs.get(0), JSON_HEADERS));
+              new Delivery(id, idempotencyKey(key), orderingKey, outputs.get(0), headers));
       if (outcome instanceof DeliveryOutcome.Failed f) {
         return Step.release("delivery failed", deliveryFailed(key, f));
       }
@@ -507,7 +535,7 @@ public final class Pipeline {
       DeliveryOutcome outcome =
           deliverer.deliver(
               new Delivery(
-                  id, idempotencyKey(key) + ":" + i, orderingKey, outputs.get(i), JSON_HEADERS));
+                  id, idempotencyKey(key) + ":" + i, orderingKey, outputs.get(i), headers));
       if (outcome instanceof DeliveryOutcome.Failed f) {
         return new Step.FanOutStopped(outputs.size(), i, deliveryFailed(key, f));
       }
@@ -690,10 +718,11 @@ public final class Pipeline {
       return;
     }
     try {
-      if (r.commit(result) == Settlement.LEASE_LOST) {
+      if (r.commit(result) == Settlement.LEASE_LOST && !recommit(key, result)) {
         LOG.warn(
-            "pipeline={} key={} delivered, but the lease had run out before the commit; a resend"
-                + " may be delivered again (downstream sees the same Idempotency-Key)",
+            "pipeline={} key={} delivered, but the lease had run out before the commit and"
+                + " another worker holds the key now; it may be delivered again (downstream sees"
+                + " the same Idempotency-Key)",
             id,
             key.toHex());
       }
@@ -705,6 +734,32 @@ public final class Pipeline {
           key.toHex(),
           e.getMessage());
     }
+  }
+
+  /**
+   * Records a delivered event whose lease ran out before its commit (the instance was paused, or
+   * the store slow): if nobody took the key meanwhile, reserves and commits it again, so a resend
+   * is answered as a duplicate instead of being delivered again.
+   *
+   * @return true if the key is now committed (by this or an earlier commit)
+   */
+  private boolean recommit(DedupKey key, byte @Nullable [] result) {
+    Deduplicator d = dedup;
+    if (d == null || fingerprints != null) {
+      return false; // replay mode would need the fingerprint; the key heals by its lease
+    }
+    Decision again = d.reserve(key);
+    if (again instanceof Decision.Acquired a) {
+      boolean committed = a.reservation().commit(result) == Settlement.COMMITTED;
+      if (committed) {
+        LOG.info(
+            "pipeline={} key={} delivered after its lease ran out; committed it again",
+            id,
+            key.toHex());
+      }
+      return committed;
+    }
+    return again instanceof Decision.Duplicate;
   }
 
   private void release(@Nullable Reservation r, DedupKey key, String why) {
