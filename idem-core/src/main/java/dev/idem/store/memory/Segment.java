@@ -9,15 +9,28 @@ import dev.idem.spi.KeyState;
 import dev.idem.spi.ReserveResult;
 import dev.idem.spi.SettleResult;
 import dev.idem.spi.Ttl;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
 
 /**
  * One scope's keys: a chained hash table over dense, paged primitive slots, with two intrusive
  * recency lists (committed entries, in-flight entries). Not thread-safe: every method runs under
- * the segment's monitor, which {@link MemoryDedupStore} holds.
+ * the segment's lock ({@link #lock()}), which {@link MemoryDedupStore} holds.
+ *
+ * <p>The lock. A word of the segment itself, taken with one compare-and-set and released with a
+ * plain release store: one locked instruction per hold. A {@code synchronized} block costs two
+ * while the monitor is thin (a CAS to lock and one to unlock), and once two threads meet on it the
+ * JVM inflates the monitor into a separate native object, one more cache line that every hold moves
+ * between the cores, and deflates and re-inflates it as it goes idle and busy again. Nothing blocks
+ * while holding the lock (no I/O; listeners run after it is released), so a waiter spins briefly,
+ * then yields its CPU (on a machine with more runnable threads than cores the holder may be the
+ * thread it yields to), then sleeps in short timed parks; it never needs to be woken, so the
+ * release needs no check for waiters. Not fair and not reentrant.
  *
  * <p>Slot layout. Slot {@code s} lives in page {@code s >>> PAGE_SHIFT} at index {@code s &
  * PAGE_MASK}; each page is one {@code long[]} (7 longs per slot: the four digest words, deadline,
@@ -97,8 +110,22 @@ final class Segment {
   /** No in-flight entry's deadline is below this (a lower bound, exact right after a sweep). */
   private long inFlightFloor = Long.MAX_VALUE;
 
-  /** Set (under the monitor) when the segment left the store; callers then look it up again. */
+  /** Set (under the lock) when the segment left the store; callers then look it up again. */
   boolean retired;
+
+  private static final VarHandle LOCK;
+
+  static {
+    try {
+      LOCK = MethodHandles.lookup().findVarHandle(Segment.class, "lock", int.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  /** 1 while a thread holds the segment, else 0; read and written only through {@link #LOCK}. */
+  @SuppressWarnings("unused")
+  private int lock;
 
   private @Nullable List<StoreEvent> events;
 
@@ -130,14 +157,53 @@ final class Segment {
     this.scopeMaxKeys = scopeMaxKeys;
     this.stripes = stripes;
     this.reporting = reporting;
-    // Under the monitor: a thread that finds this segment through a racy read and then takes the
-    // monitor is guaranteed to see the initial arrays.
-    synchronized (this) {
+    // Under the lock: a thread that finds this segment through a racy read and then takes the
+    // lock is guaranteed to see the initial arrays.
+    lock();
+    try {
       reset();
+    } finally {
+      unlock();
     }
   }
 
-  /** A store-originated event, fired after the monitor is released. */
+  /** Takes the segment's lock (see the class comment); pair with {@link #unlock()} in a finally. */
+  void lock() {
+    if (!LOCK.compareAndSet(this, 0, 1)) {
+      lockContended();
+    }
+  }
+
+  /** Releases the lock: a release store, so everything written under it is seen by the next. */
+  void unlock() {
+    LOCK.setRelease(this, 0);
+  }
+
+  private void lockContended() {
+    for (int attempt = 1; ; attempt++) {
+      if ((int) LOCK.getOpaque(this) == 0 && LOCK.compareAndSet(this, 0, 1)) {
+        return;
+      }
+      if (attempt < SPINS) {
+        Thread.onSpinWait();
+      } else if (attempt < SPINS + YIELDS) {
+        Thread.yield();
+      } else {
+        LockSupport.parkNanos(PARK_NANOS);
+      }
+    }
+  }
+
+  /** Busy-wait attempts before a waiter yields: a hold lasts well under a microsecond. */
+  private static final int SPINS = 100;
+
+  /** Yields before a waiter parks: the holder may be waiting for a CPU. */
+  private static final int YIELDS = 20;
+
+  /** One timed park of a waiter that still finds the lock taken (the holder was descheduled). */
+  private static final long PARK_NANOS = 20_000;
+
+  /** A store-originated event, fired after the lock is released. */
   record StoreEvent(Scope scope, DedupKey key, boolean evicted, boolean flag) {}
 
   // ---------------------------------------------------------------------------------------------
