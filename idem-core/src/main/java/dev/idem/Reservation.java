@@ -49,8 +49,14 @@ public final class Reservation {
   private final DedupKey key;
   private final long token;
 
-  // Only ever moves later; written under this object's monitor, read without it.
-  private volatile long leaseUntilMillis;
+  /** The lease the reserve granted; final, so the constructor writes it without a fence. */
+  private final long grantedUntilMillis;
+
+  // The lease moved by applied extends, 0 until the first; only ever moves later, written under
+  // this object's monitor, read without it. Kept apart from the granted lease so that making a
+  // handle (once per acquired event) does no volatile write, which on x86 is a locked
+  // instruction.
+  private volatile long extendedUntilMillis;
 
   // Read and written only through STATE: a CAS claims the handle, a release store publishes the
   // settlement (a plain field written before it), an acquire load reads it. No full fence beyond
@@ -64,7 +70,7 @@ public final class Reservation {
     this.owner = owner;
     this.key = key;
     this.token = token;
-    this.leaseUntilMillis = leaseUntilMillis;
+    this.grantedUntilMillis = leaseUntilMillis;
   }
 
   /**
@@ -106,7 +112,7 @@ public final class Reservation {
    * @return the lease's end
    */
   public Instant leaseUntil() {
-    return Instant.ofEpochMilli(leaseUntilMillis);
+    return Instant.ofEpochMilli(Math.max(grantedUntilMillis, extendedUntilMillis));
   }
 
   /**
@@ -156,8 +162,8 @@ public final class Reservation {
       return false;
     }
     synchronized (this) {
-      if (until > leaseUntilMillis) {
-        leaseUntilMillis = until;
+      if (until > Math.max(grantedUntilMillis, extendedUntilMillis)) {
+        extendedUntilMillis = until;
       }
     }
     return true;

@@ -36,11 +36,12 @@ import org.jspecify.annotations.Nullable;
  * PAGE_MASK}; each page is one {@code long[]} (7 longs per slot: the four digest words, deadline,
  * token, since) and one {@code int[]} (3 ints per slot: hash-chain next with the committed flag in
  * bit 31, recency prev, recency next), i.e. 68 bytes per slot. Fingerprints and results live in a
- * side {@code Object[]} page allocated only for pages that have any. Slots 0 and 1 are the
- * sentinels of the committed and in-flight recency lists; entries occupy slots {@code 2 .. count+1}
- * with no holes: removing an entry moves the last slot into the hole, so memory follows the live
- * count and trailing pages are freed as a scope shrinks. The bucket table holds slot numbers (0 =
- * empty) and is resized at load factor 1 (grow) and 1/4 (shrink).
+ * side {@code Object[]} page allocated only for pages that have any. Slot numbers 0 and 1 are the
+ * sentinels of the committed and in-flight recency lists (their links are fields of the segment,
+ * next to its lock word, not page entries); entries occupy slots {@code 2 .. count+1} with no
+ * holes: removing an entry moves the last slot into the hole, so memory follows the live count and
+ * trailing pages are freed as a scope shrinks. The bucket table holds slot numbers (0 = empty) and
+ * is resized at load factor 1 (grow) and 1/4 (shrink).
  *
  * <p>The eviction order and its reporting are described on {@link MemoryDedupStore}.
  */
@@ -126,6 +127,12 @@ final class Segment {
   /** 1 while a thread holds the segment, else 0; read and written only through {@link #LOCK}. */
   @SuppressWarnings("unused")
   private int lock;
+
+  // The ends of the two recency lists (see next(int)), declared next to the lock word.
+  private int committedFirst;
+  private int committedLast;
+  private int inFlightFirst;
+  private int inFlightLast;
 
   private @Nullable List<StoreEvent> events;
 
@@ -485,14 +492,14 @@ final class Segment {
       int prev = list;
       for (int s = next(list); s != list; s = next(s)) {
         check(s >= FIRST && s < used, "list reaches slot " + s);
-        check(intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + PREV] == prev, "bad prev link");
+        check(prev(s) == prev, "bad prev link");
         check(isCommitted(s) == (list == COMMITTED), "slot " + s + " in the wrong list");
         long d = deadline(s);
         check(d >= (list == COMMITTED ? committedFloor : inFlightFloor), "floor above a deadline");
         check(++listed <= count, "a list loops");
         prev = s;
       }
-      check(intPages[0][list * INTS + PREV] == prev, "list tail out of date");
+      check(prev(list) == prev, "list tail out of date");
     }
     check(listed == count, "lists hold " + listed + " slots, count is " + count);
     for (int s = FIRST; s < used; s++) {
@@ -755,19 +762,53 @@ final class Segment {
   // ---------------------------------------------------------------------------------------------
   // Recency lists
 
+  // A list's ends are the links of its sentinel (slot COMMITTED or IN_FLIGHT), kept in fields
+  // next to the lock word rather than in the first int page: every operation writes them, so in
+  // the page they would be one more cache line moving between the cores of threads that share the
+  // stripe (and one shared with the links of slots 2 to 4).
+
   private int next(int s) {
+    if (s < FIRST) {
+      return s == COMMITTED ? committedFirst : inFlightFirst;
+    }
     return intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + NEXT];
   }
 
+  private int prev(int s) {
+    if (s < FIRST) {
+      return s == COMMITTED ? committedLast : inFlightLast;
+    }
+    return intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + PREV];
+  }
+
+  private void setNext(int s, int next) {
+    if (s >= FIRST) {
+      intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + NEXT] = next;
+    } else if (s == COMMITTED) {
+      committedFirst = next;
+    } else {
+      inFlightFirst = next;
+    }
+  }
+
+  private void setPrev(int s, int prev) {
+    if (s >= FIRST) {
+      intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + PREV] = prev;
+    } else if (s == COMMITTED) {
+      committedLast = prev;
+    } else {
+      inFlightLast = prev;
+    }
+  }
+
   private void linkTail(int s, int list) {
-    int[] lp = intPages[0];
-    int tail = lp[list * INTS + PREV];
+    int tail = prev(list);
     int[] sp = intPages[s >>> PAGE_SHIFT];
     int si = (s & PAGE_MASK) * INTS;
     sp[si + PREV] = tail;
     sp[si + NEXT] = list;
-    intPages[tail >>> PAGE_SHIFT][(tail & PAGE_MASK) * INTS + NEXT] = s;
-    lp[list * INTS + PREV] = s;
+    setNext(tail, s);
+    setPrev(list, s);
   }
 
   private void unlinkRecency(int s) {
@@ -775,13 +816,12 @@ final class Segment {
     int si = (s & PAGE_MASK) * INTS;
     int prev = sp[si + PREV];
     int next = sp[si + NEXT];
-    intPages[prev >>> PAGE_SHIFT][(prev & PAGE_MASK) * INTS + NEXT] = next;
-    intPages[next >>> PAGE_SHIFT][(next & PAGE_MASK) * INTS + PREV] = prev;
+    setNext(prev, next);
+    setPrev(next, prev);
   }
 
   private void moveToTail(int s, int list) {
-    int[] lp = intPages[0];
-    if (lp[list * INTS + PREV] != s) {
+    if (prev(list) != s) {
       unlinkRecency(s);
       linkTail(s, list);
     }
@@ -885,10 +925,8 @@ final class Segment {
       repointChain(last, s, hashOf(s));
       int[] sp = intPages[s >>> PAGE_SHIFT];
       int si = (s & PAGE_MASK) * INTS;
-      int prev = sp[si + PREV];
-      int next = sp[si + NEXT];
-      intPages[prev >>> PAGE_SHIFT][(prev & PAGE_MASK) * INTS + NEXT] = s;
-      intPages[next >>> PAGE_SHIFT][(next & PAGE_MASK) * INTS + PREV] = s;
+      setNext(sp[si + PREV], s);
+      setPrev(sp[si + NEXT], s);
     }
     setExtra(last, null);
     count--;
@@ -971,11 +1009,10 @@ final class Segment {
     intPages[0] = new int[INITIAL_SLOTS * INTS];
     pages = 1;
     capacity = INITIAL_SLOTS;
-    int[] lp = intPages[0];
-    lp[COMMITTED * INTS + PREV] = COMMITTED;
-    lp[COMMITTED * INTS + NEXT] = COMMITTED;
-    lp[IN_FLIGHT * INTS + PREV] = IN_FLIGHT;
-    lp[IN_FLIGHT * INTS + NEXT] = IN_FLIGHT;
+    committedFirst = COMMITTED;
+    committedLast = COMMITTED;
+    inFlightFirst = IN_FLIGHT;
+    inFlightLast = IN_FLIGHT;
     buckets = new int[MIN_BUCKETS];
     count = 0;
     committedFloor = Long.MAX_VALUE;
