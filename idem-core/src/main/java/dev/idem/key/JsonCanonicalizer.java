@@ -766,29 +766,20 @@ final class JsonCanonicalizer {
       order[0] = -1;
       return true;
     }
-    // Each member's place is the number of members with a smaller prefix: n * n comparisons
-    // without a data-dependent branch, where an insertion sort mispredicts about every other one
-    // of its n * n / 4 (the profile's largest self time in a webhook body). Members with equal
-    // prefixes (e.g. shipping_address, shipping_lines) are ordered by their whole names, which
-    // also catches duplicates.
     for (int i = 0; i < n; i++) {
       long key = keys[i];
-      int place = 0;
-      int equal = 0;
-      for (int j = 0; j < n; j++) {
-        long other = keys[j];
-        place += (int) ((other - key) >>> 63); // other < key: both are non-negative
-        equal += other == key ? 1 : 0;
+      int member = base + 3 * i;
+      int j = i - 1;
+      // A shared prefix (e.g. shipping_address, shipping_lines) compares the whole names, which
+      // also catches duplicates.
+      while (j >= 0
+          && (keys[j] > key || (keys[j] == key && compareMembers(order[j], member) > 0))) {
+        keys[j + 1] = keys[j];
+        order[j + 1] = order[j];
+        j--;
       }
-      if (equal > 1) {
-        int member = base + 3 * i;
-        for (int j = 0; j < n; j++) {
-          if (j != i && keys[j] == key && compareMembers(base + 3 * j, member) < 0) {
-            place++;
-          }
-        }
-      }
-      order[place] = base + 3 * i;
+      keys[j + 1] = key;
+      order[j + 1] = member;
     }
     return true;
   }
