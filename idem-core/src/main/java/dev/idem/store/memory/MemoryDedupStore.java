@@ -878,9 +878,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
 
   /**
    * Returns the stripe of a key in a scope, from a one-entry cache when the caller passes the
-   * cached {@link Scope} (a {@link dev.idem.Deduplicator} always passes the same instance; several
-   * deduplicators of one scope, e.g. one per worker thread, pass equal ones, which compare by their
-   * two names, usually the same String instances, instead of a map lookup that hashes them). The
+   * cached {@link Scope} instance (a {@link dev.idem.Deduplicator} always passes the same one). The
    * cache is a plain field: a racy read is harmless, because the stripes' scope is final and
    * everything else is read under a stripe's lock, and a retired stripe sends the caller to {@link
    * #segmentAgain}. It keeps the first scope used until that scope is cleared, so that threads
@@ -890,7 +888,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   private Segment segment(Scope scope, long h) {
     checkOpen();
     Stripes stripes = last;
-    if (stripes != null && sameScope(stripes.scope, scope)) {
+    if (stripes != null && stripes.scope == scope) {
       return stripes.of(h);
     }
     return segmentAgain(scope, h);
