@@ -29,10 +29,13 @@ import org.jspecify.annotations.Nullable;
  */
 public final class Reservation {
   private static final VarHandle STATE;
+  private static final VarHandle LEASE;
 
   static {
     try {
       STATE = MethodHandles.lookup().findVarHandle(Reservation.class, "state", int.class);
+      LEASE =
+          MethodHandles.lookup().findVarHandle(Reservation.class, "leaseUntilMillis", long.class);
     } catch (ReflectiveOperationException e) {
       throw new ExceptionInInitializerError(e);
     }
@@ -49,14 +52,11 @@ public final class Reservation {
   private final DedupKey key;
   private final long token;
 
-  /** The lease the reserve granted; final, so the constructor writes it without a fence. */
-  private final long grantedUntilMillis;
-
-  // The lease moved by applied extends, 0 until the first; only ever moves later, written under
-  // this object's monitor, read without it. Kept apart from the granted lease so that making a
-  // handle (once per acquired event) does no volatile write, which on x86 is a locked
-  // instruction.
-  private volatile long extendedUntilMillis;
+  // Only ever moves later. Written plainly by the constructor and with a release store (through
+  // LEASE, under this object's monitor) by extend; read with an acquire load. Not volatile: a
+  // volatile store is followed by a locked instruction on x86, and the constructor runs once per
+  // acquired event.
+  private long leaseUntilMillis;
 
   // Read and written only through STATE: a CAS claims the handle, a release store publishes the
   // settlement (a plain field written before it), an acquire load reads it. No full fence beyond
@@ -70,7 +70,7 @@ public final class Reservation {
     this.owner = owner;
     this.key = key;
     this.token = token;
-    this.grantedUntilMillis = leaseUntilMillis;
+    this.leaseUntilMillis = leaseUntilMillis;
   }
 
   /**
@@ -112,7 +112,7 @@ public final class Reservation {
    * @return the lease's end
    */
   public Instant leaseUntil() {
-    return Instant.ofEpochMilli(Math.max(grantedUntilMillis, extendedUntilMillis));
+    return Instant.ofEpochMilli((long) LEASE.getAcquire(this));
   }
 
   /**
@@ -162,8 +162,8 @@ public final class Reservation {
       return false;
     }
     synchronized (this) {
-      if (until > Math.max(grantedUntilMillis, extendedUntilMillis)) {
-        extendedUntilMillis = until;
+      if (until > leaseUntilMillis) {
+        LEASE.setRelease(this, until);
       }
     }
     return true;
