@@ -44,7 +44,10 @@ import java.util.stream.Stream;
  * The Redis store's two layouts side by side on one private redis-server (started here on a free
  * loopback port with its default settings, killed at the end): bytes per committed key (the {@code
  * used_memory} delta after {@code MEMORY PURGE}, divided by the keys) and reserve+commit throughput
- * of new keys, alternating standard and compact (A B A B).
+ * of new keys, alternating standard and compact (A B A B). Both layouts are filled side by side on
+ * the one server (prefixes {@code idem-s:} and {@code idem-c:}); the throughput runs on top of the
+ * full windows, with the caller's clock at the end of the window, so that the compact layout probes
+ * as many buckets as it does in a steady state.
  *
  * <pre>
  * java -cp idem-benchmarks/target/benchmarks.jar dev.idem.benchmarks.RedisLayoutComparison \
@@ -90,36 +93,41 @@ public final class RedisLayoutComparison {
         keys, shards, withFingerprint, window, loadavg());
     try (PrivateRedis redis = PrivateRedis.start()) {
       System.out.println("redis " + redis.version() + " on port " + redis.port);
+      redis.flush();
+      long t0 = System.currentTimeMillis();
+      // Both layouts side by side on one server, each filled with one full window of keys.
       for (Layout layout : List.of(Layout.STANDARD, Layout.COMPACT)) {
-        redis.flush();
         long before = redis.usedMemory();
+        long keysBefore = redis.dbsize();
         long start = System.nanoTime();
         try (RedisDedupStore store = open(redis, layout, shards)) {
-          fill(store, keys, fp, ttl, window);
+          fill(store, keys, fp, ttl, window, t0);
         }
         double fillSeconds = (System.nanoTime() - start) / 1e9;
         long after = redis.usedMemory();
         System.out.printf(
             "memory layout=%s keys=%d used_memory_delta=%d bytes_per_key=%.1f redis_keys=%d"
                 + " fill_seconds=%.1f fill_keys_per_sec=%.0f%s loadavg=%s%n",
-            layout.name().toLowerCase(),
+            name(layout),
             keys,
             after - before,
             (after - before) / (double) keys,
-            redis.dbsize(),
+            redis.dbsize() - keysBefore,
             fillSeconds,
             keys / fillSeconds,
             layout == Layout.COMPACT ? " " + redis.hashStats() : "",
             loadavg());
       }
+      // Then new keys on top of the full windows, at the end of the window (steady state: the
+      // compact layout's directories list all of a window's buckets), A B A B.
+      long offset = t0 + window - System.currentTimeMillis();
       for (int round = 1; round <= rounds; round++) {
         Map<Layout, Double> rates = new HashMap<>();
         for (Layout layout : List.of(Layout.STANDARD, Layout.COMPACT)) {
-          redis.flush();
           try (RedisDedupStore store = open(redis, layout, shards)) {
-            newKeys(store, fp, ttl, concurrency, Math.min(2, seconds)); // warm-up
+            newKeys(store, fp, ttl, concurrency, Math.min(2, seconds), offset); // warm-up
             long start = System.nanoTime();
-            long ops = newKeys(store, fp, ttl, concurrency, seconds);
+            long ops = newKeys(store, fp, ttl, concurrency, seconds, offset);
             rates.put(layout, ops / ((System.nanoTime() - start) / 1e9));
           }
         }
@@ -136,9 +144,13 @@ public final class RedisLayoutComparison {
     }
   }
 
+  private static String name(Layout layout) {
+    return layout.name().toLowerCase(java.util.Locale.ROOT);
+  }
+
   private static RedisDedupStore open(PrivateRedis redis, Layout layout, int shards) {
     return RedisDedupStore.builder("redis://127.0.0.1:" + redis.port)
-        .prefix("idem:")
+        .prefix(layout == Layout.COMPACT ? "idem-c:" : "idem-s:")
         .layout(layout)
         .compactShards(shards)
         .commandTimeout(java.time.Duration.ofSeconds(60))
@@ -146,9 +158,9 @@ public final class RedisLayoutComparison {
   }
 
   /** Commits {@code keys} new keys while the clock moves evenly through one window. */
-  private static void fill(RedisDedupStore store, long keys, Fingerprint fp, Ttl ttl, long window) {
+  private static void fill(
+      RedisDedupStore store, long keys, Fingerprint fp, Ttl ttl, long window, long t0) {
     SplittableRandom random = new SplittableRandom(42);
-    long t0 = System.currentTimeMillis();
     for (long from = 0; from < keys; from += BATCH) {
       int n = (int) Math.min(BATCH, keys - from);
       long now = t0 + (long) (window * (from / (double) keys));
@@ -177,14 +189,14 @@ public final class RedisLayoutComparison {
 
   /** Reserve then commit of new keys, {@code callers} chains outstanding; returns keys done. */
   private static long newKeys(
-      RedisDedupStore store, Fingerprint fp, Ttl ttl, int callers, double seconds)
+      RedisDedupStore store, Fingerprint fp, Ttl ttl, int callers, double seconds, long offset)
       throws InterruptedException {
     AtomicLong ops = new AtomicLong();
     AtomicBoolean stop = new AtomicBoolean();
     AtomicReference<Throwable> failure = new AtomicReference<>();
     CountDownLatch done = new CountDownLatch(callers);
     for (int c = 0; c < callers; c++) {
-      next(store, fp, ttl, ops, stop, failure, done);
+      next(store, fp, ttl, offset, ops, stop, failure, done);
     }
     done.await((long) (seconds * 1000), TimeUnit.MILLISECONDS);
     stop.set(true);
@@ -199,6 +211,7 @@ public final class RedisLayoutComparison {
       RedisDedupStore store,
       Fingerprint fp,
       Ttl ttl,
+      long offset,
       AtomicLong ops,
       AtomicBoolean stop,
       AtomicReference<Throwable> failure,
@@ -210,7 +223,7 @@ public final class RedisLayoutComparison {
     ThreadLocalRandom r = ThreadLocalRandom.current();
     DedupKey key = DedupKey.ofWords(r.nextLong(), r.nextLong(), r.nextLong(), r.nextLong());
     long token = r.nextLong() | 1;
-    long now = System.currentTimeMillis();
+    long now = System.currentTimeMillis() + offset;
     CompletableFuture<SettleResult> one =
         store
             .reserveAsync(new ReserveRequest(SCOPE, key, fp, token, now, LEASE, ttl))
@@ -228,7 +241,7 @@ public final class RedisLayoutComparison {
           } else if (!stop.get()) {
             ops.incrementAndGet();
           }
-          next(store, fp, ttl, ops, stop, failure, done);
+          next(store, fp, ttl, offset, ops, stop, failure, done);
         });
   }
 

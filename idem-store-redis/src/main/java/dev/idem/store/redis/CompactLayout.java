@@ -217,6 +217,7 @@ final class CompactLayout {
           r.key().toBytes(),
           decimal(now),
           resultKey(r.scope(), r.key()),
+          place.member(),
           CompactFormat.inFlight(r.token(), now, leaseUntil, fingerprint),
           place.member(),
           place.end(),
@@ -245,6 +246,7 @@ final class CompactLayout {
           c.key().toBytes(),
           decimal(now),
           resultKey(c.scope(), c.key()),
+          bucket.member(),
           EntryFormat.longBytes(c.token()),
           times,
           result == null ? ZERO : ONE,
@@ -264,6 +266,7 @@ final class CompactLayout {
           r.key().toBytes(),
           decimal(r.nowMillis()),
           resultKey(r.scope(), r.key()),
+          EMPTY,
           EntryFormat.longBytes(r.token())
         });
   }
@@ -279,6 +282,7 @@ final class CompactLayout {
           e.key().toBytes(),
           decimal(now),
           resultKey(e.scope(), e.key()),
+          EMPTY,
           EntryFormat.longBytes(e.token()),
           EntryFormat.longBytes(until),
           bucket.member(),
@@ -291,14 +295,14 @@ final class CompactLayout {
     return new Call(
         CompactScripts.INSPECT,
         directory(scope, key),
-        new byte[][] {key.toBytes(), decimal(now), resultKey(scope, key)});
+        new byte[][] {key.toBytes(), decimal(now), resultKey(scope, key), EMPTY});
   }
 
   Call forget(Scope scope, DedupKey key, long now) {
     return new Call(
         CompactScripts.FORGET,
         directory(scope, key),
-        new byte[][] {key.toBytes(), decimal(now), resultKey(scope, key)});
+        new byte[][] {key.toBytes(), decimal(now), resultKey(scope, key), EMPTY});
   }
 
   /** Relative Redis expiry for a deadline, as decimal text; empty for "no expiry". */

@@ -23,7 +23,11 @@ import java.util.List;
  * byte 1 the flags, 2-9 the token, 10-17 since, 18-25 the deadline, 26-57 the fingerprint).
  *
  * <p>Common ARGV: 1 the field (32 bytes), 2 now (decimal milliseconds), 3 the name of the key's
- * result key (for results too long to keep inline).
+ * result key (for results too long to keep inline), 4 the bucket to probe first (where the caller
+ * expects the key: the bucket a commit targets; empty: none).
+ *
+ * <p>A bucket hash that Redis dropped because its last entry left is created again by the next
+ * write into it; {@code put} sees that (a new field in a hash of one) and sets its expiry again.
  */
 final class CompactScripts {
   private CompactScripts() {}
@@ -36,18 +40,33 @@ final class CompactScripts {
       local field = ARGV[1]
       local now = tonumber(ARGV[2])
       local rkey = ARGV[3]
+      local hint = ARGV[4]
       local members = redis.call('ZRANGE', dir, 0, -1, 'WITHSCORES')
       local bk, bm, bend, v = false, false, 0, false
-      for i = 1, #members, 2 do
+      local function probe(i)
         local m = members[i]
         local k = base .. ':' .. m
         local x = redis.call('HGET', k, field)
         if x then
           bk, bm, bend, v = k, m, tonumber(members[i + 1]), x
-          break
+          return true
         end
         if tonumber(members[i + 1]) <= now and redis.call('EXISTS', k) == 0 then
           redis.call('ZREM', dir, m)
+        end
+        return false
+      end
+      local first = 0
+      for i = 1, #members, 2 do
+        if members[i] == hint then
+          first = i
+        end
+      end
+      if first == 0 or not probe(first) then
+        for i = 1, #members, 2 do
+          if i ~= first and probe(i) then
+            break
+          end
         end
       end
       local flags = 0
@@ -92,10 +111,10 @@ final class CompactScripts {
       """;
 
   /**
-   * Reserve. ARGV 4: the complete in-flight value to write if acquired; 5, 6, 7: the bucket to put
-   * it in (member, end, PX; empty PX: no expiry); 8: the request's fingerprint (empty: none); 9:
-   * the sliding deadline to set on a duplicate hit as 8 bytes (empty: no refresh); 10, 11, 12: its
-   * bucket; 13: its PX for a result key (empty: no expiry). Answers as {@link LuaScripts#RESERVE}.
+   * Reserve. ARGV 5: the complete in-flight value to write if acquired; 6, 7, 8: the bucket to put
+   * it in (member, end, PX; empty PX: no expiry); 9: the request's fingerprint (empty: none); 10:
+   * the sliding deadline to set on a duplicate hit as 8 bytes (empty: no refresh); 11, 12, 13: its
+   * bucket; 14: its PX for a result key (empty: no expiry). Answers as {@link LuaScripts#RESERVE}.
    */
   static final LuaScripts.Script RESERVE =
       new LuaScripts.Script(
@@ -108,17 +127,17 @@ final class CompactScripts {
                   if not has(1) then
                     return {2, string.sub(v, 18, 25)}
                   end
-                  if has(2) and ARGV[8] ~= '' and string.sub(v, 26, 57) ~= ARGV[8] then
+                  if has(2) and ARGV[9] ~= '' and string.sub(v, 26, 57) ~= ARGV[9] then
                     return {3, string.sub(v, 10, 17)}
                   end
                   local deadline = string.sub(v, 18, 25)
-                  if ARGV[9] ~= '' and ARGV[9] ~= deadline then
-                    put(string.sub(v, 1, 17) .. ARGV[9] .. string.sub(v, 26),
-                        struct.unpack('>i8', ARGV[9], 1), ARGV[10], ARGV[11], ARGV[12])
+                  if ARGV[10] ~= '' and ARGV[10] ~= deadline then
+                    put(string.sub(v, 1, 17) .. ARGV[10] .. string.sub(v, 26),
+                        struct.unpack('>i8', ARGV[10], 1), ARGV[11], ARGV[12], ARGV[13])
                     if has(8) then
-                      expireResult(ARGV[13])
+                      expireResult(ARGV[14])
                     end
-                    deadline = ARGV[9]
+                    deadline = ARGV[10]
                   end
                   local result = false
                   if has(4) then
@@ -136,14 +155,14 @@ final class CompactScripts {
                   redis.call('DEL', rkey)
                 end
               end
-              put(ARGV[4], struct.unpack('>i8', ARGV[4], 18), ARGV[5], ARGV[6], ARGV[7])
+              put(ARGV[5], struct.unpack('>i8', ARGV[5], 18), ARGV[6], ARGV[7], ARGV[8])
               return {0, replaced}
               """);
 
   /**
-   * Commit. ARGV 4: the token (8 bytes); 5: the new since and deadline (16 bytes); 6: {@code 1} if
-   * a result is given else {@code 0}; 7: the result (empty if none); 8, 9, 10: the bucket of the
-   * new deadline (member, end, PX); 11: the PX for a result key (empty: no expiry). Answers 1
+   * Commit. ARGV 5: the token (8 bytes); 6: the new since and deadline (16 bytes); 7: {@code 1} if
+   * a result is given else {@code 0}; 8: the result (empty if none); 9, 10, 11: the bucket of the
+   * new deadline (member, end, PX); 12: the PX for a result key (empty: no expiry). Answers 1
    * (applied, or already committed with this token) or 0 (stale).
    */
   static final LuaScripts.Script COMMIT =
@@ -151,7 +170,7 @@ final class CompactScripts {
           "compact-commit",
           PREAMBLE
               + """
-              if not v or string.sub(v, 2, 9) ~= ARGV[4] then
+              if not v or string.sub(v, 2, 9) ~= ARGV[5] then
                 return 0
               end
               local alive = now < struct.unpack('>i8', v, 18)
@@ -168,31 +187,31 @@ final class CompactScripts {
                 fp = string.sub(v, 26, 57)
               end
               local tail = ''
-              if ARGV[6] == '1' then
-                if 25 + #fp + #ARGV[7] <= 64 then
+              if ARGV[7] == '1' then
+                if 25 + #fp + #ARGV[8] <= 64 then
                   f = f + 4
-                  tail = ARGV[7]
+                  tail = ARGV[8]
                 else
                   f = f + 8
-                  if ARGV[11] == '' then
-                    redis.call('SET', rkey, ARGV[7])
+                  if ARGV[12] == '' then
+                    redis.call('SET', rkey, ARGV[8])
                   else
-                    redis.call('SET', rkey, ARGV[7], 'PX', ARGV[11])
+                    redis.call('SET', rkey, ARGV[8], 'PX', ARGV[12])
                   end
                 end
               end
-              put(string.char(f) .. ARGV[4] .. ARGV[5] .. fp .. tail,
-                  struct.unpack('>i8', ARGV[5], 9), ARGV[8], ARGV[9], ARGV[10])
+              put(string.char(f) .. ARGV[5] .. ARGV[6] .. fp .. tail,
+                  struct.unpack('>i8', ARGV[6], 9), ARGV[9], ARGV[10], ARGV[11])
               return 1
               """);
 
-  /** Release. ARGV 4: the token (8 bytes). Answers 1 (the key was removed) or 0 (stale). */
+  /** Release. ARGV 5: the token (8 bytes). Answers 1 (the key was removed) or 0 (stale). */
   static final LuaScripts.Script RELEASE =
       new LuaScripts.Script(
           "compact-release",
           PREAMBLE
               + """
-              if not v or has(1) or string.sub(v, 2, 9) ~= ARGV[4]
+              if not v or has(1) or string.sub(v, 2, 9) ~= ARGV[5]
                   or now >= struct.unpack('>i8', v, 18) then
                 return 0
               end
@@ -201,7 +220,7 @@ final class CompactScripts {
               """);
 
   /**
-   * Extend. ARGV 4: the token (8 bytes); 5: the requested deadline (8 bytes); 6, 7, 8: its bucket
+   * Extend. ARGV 5: the token (8 bytes); 6: the requested deadline (8 bytes); 7, 8, 9: its bucket
    * (member, end, PX). Answers as {@link LuaScripts#EXTEND}.
    */
   static final LuaScripts.Script EXTEND =
@@ -209,16 +228,16 @@ final class CompactScripts {
           "compact-extend",
           PREAMBLE
               + """
-              if not v or has(1) or string.sub(v, 2, 9) ~= ARGV[4] then
+              if not v or has(1) or string.sub(v, 2, 9) ~= ARGV[5] then
                 return 0
               end
               local deadline = struct.unpack('>i8', v, 18)
               if now >= deadline then
                 return 0
               end
-              local u = struct.unpack('>i8', ARGV[5], 1)
+              local u = struct.unpack('>i8', ARGV[6], 1)
               if u > deadline then
-                put(string.sub(v, 1, 17) .. ARGV[5] .. string.sub(v, 26), u, ARGV[6], ARGV[7], ARGV[8])
+                put(string.sub(v, 1, 17) .. ARGV[6] .. string.sub(v, 26), u, ARGV[7], ARGV[8], ARGV[9])
               end
               return 1
               """);

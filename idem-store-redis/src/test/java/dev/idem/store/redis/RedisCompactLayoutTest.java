@@ -201,6 +201,32 @@ class RedisCompactLayoutTest {
   }
 
   @Test
+  void aBucketThatRedisDroppedWhenItsLastKeyLeftGetsItsExpiryBackWhenWrittenAgain() {
+    // given a bucket whose only key was forgotten (Redis drops the empty hash; the directory still
+    // lists the bucket)
+    String prefix = newPrefix();
+    long now = System.currentTimeMillis();
+    Ttl ttl = new Ttl(HOUR, Expiry.FIXED);
+    DedupKey first = randomKey();
+    DedupKey second = randomKey();
+    try (RedisDedupStore store = open(prefix, 1)) {
+      store.reserve(new ReserveRequest(SCOPE, first, null, 1, now, 30_000, ttl));
+      store.commit(new CommitRequest(SCOPE, first, 1, now, ttl, null));
+      String bucket = bucketsHolding(prefix, first).get(0);
+      assertThat(store.forget(SCOPE, first)).isTrue();
+      assertThat(SharedRedis.admin().exists(bytes(bucket))).isZero();
+
+      // when another key goes into the same bucket
+      store.reserve(new ReserveRequest(SCOPE, second, null, 2, now, 30_000, ttl));
+      store.commit(new CommitRequest(SCOPE, second, 2, now, ttl, null));
+
+      // then the bucket exists again and expires again
+      assertThat(bucketsHolding(prefix, second)).containsExactly(bucket);
+      assertThat(SharedRedis.admin().pttl(bytes(bucket))).isBetween(HOUR - 60_000, HOUR + HOUR / 4);
+    }
+  }
+
+  @Test
   void keysWithoutAWindowGoToABucketThatNeverExpires() {
     String prefix = newPrefix();
     long now = System.currentTimeMillis();
