@@ -123,22 +123,28 @@ public final class RedisLayoutComparison {
       long offset = t0 + window - System.currentTimeMillis();
       for (int round = 1; round <= rounds; round++) {
         Map<Layout, Double> rates = new HashMap<>();
+        Map<Layout, String> server = new HashMap<>();
         for (Layout layout : List.of(Layout.STANDARD, Layout.COMPACT)) {
           try (RedisDedupStore store = open(redis, layout, shards)) {
             newKeys(store, fp, ttl, concurrency, Math.min(2, seconds), offset); // warm-up
+            redis.resetStats();
             long start = System.nanoTime();
             long ops = newKeys(store, fp, ttl, concurrency, seconds, offset);
             rates.put(layout, ops / ((System.nanoTime() - start) / 1e9));
+            server.put(layout, redis.serverMicrosPerKey(ops));
           }
         }
         System.out.printf(
             "throughput round=%d concurrency=%d standard_ops_per_sec=%.0f"
-                + " compact_ops_per_sec=%.0f ratio=%.2f loadavg=%s%n",
+                + " compact_ops_per_sec=%.0f ratio=%.2f standard_server=%s compact_server=%s"
+                + " loadavg=%s%n",
             round,
             concurrency,
             rates.get(Layout.STANDARD),
             rates.get(Layout.COMPACT),
             rates.get(Layout.COMPACT) / rates.get(Layout.STANDARD),
+            server.get(Layout.STANDARD),
+            server.get(Layout.COMPACT),
             loadavg());
       }
     }
@@ -333,6 +339,44 @@ public final class RedisLayoutComparison {
     long usedMemory() throws InterruptedException {
       purge();
       return Long.parseLong(field(sync.info("memory"), "used_memory"));
+    }
+
+    void resetStats() {
+      sync.configResetstat();
+    }
+
+    /**
+     * Redis's own time in scripts per key done (INFO commandstats: EVALSHA and EVAL usec), and the
+     * commands the scripts ran (calls and microseconds per key), e.g. {@code
+     * 49.3us/key,hget=7.5/20.1us}.
+     */
+    String serverMicrosPerKey(long keys) {
+      double perKey = Math.max(1, keys);
+      long micros = 0;
+      StringBuilder inner = new StringBuilder();
+      for (String line : sync.info("commandstats").split("\\r?\\n")) {
+        java.util.regex.Matcher m =
+            java.util.regex.Pattern.compile("^cmdstat_(\\w+):calls=(\\d+),usec=(\\d+),.*")
+                .matcher(line);
+        if (!m.matches()) {
+          continue;
+        }
+        String command = m.group(1);
+        long calls = Long.parseLong(m.group(2));
+        long usec = Long.parseLong(m.group(3));
+        if (command.equals("evalsha") || command.equals("eval")) {
+          micros += usec;
+        } else if (calls >= keys / 10 && !command.equals("config") && !command.equals("info")) {
+          inner.append(
+              String.format(
+                  java.util.Locale.ROOT,
+                  ",%s=%.1f/%.1fus",
+                  command,
+                  calls / perKey,
+                  usec / perKey));
+        }
+      }
+      return String.format(java.util.Locale.ROOT, "%.1fus/key", micros / perKey) + inner;
     }
 
     long dbsize() {

@@ -218,6 +218,7 @@ final class CompactLayout {
           decimal(now),
           resultKey(r.scope(), r.key()),
           place.member(),
+          place.end(),
           CompactFormat.inFlight(r.token(), now, leaseUntil, fingerprint),
           place.member(),
           place.end(),
@@ -247,6 +248,7 @@ final class CompactLayout {
           decimal(now),
           resultKey(c.scope(), c.key()),
           bucket.member(),
+          bucket.end(),
           EntryFormat.longBytes(c.token()),
           times,
           result == null ? ZERO : ONE,
@@ -267,6 +269,7 @@ final class CompactLayout {
           decimal(r.nowMillis()),
           resultKey(r.scope(), r.key()),
           EMPTY,
+          EMPTY,
           EntryFormat.longBytes(r.token())
         });
   }
@@ -283,6 +286,7 @@ final class CompactLayout {
           decimal(now),
           resultKey(e.scope(), e.key()),
           EMPTY,
+          EMPTY,
           EntryFormat.longBytes(e.token()),
           EntryFormat.longBytes(until),
           bucket.member(),
@@ -295,14 +299,14 @@ final class CompactLayout {
     return new Call(
         CompactScripts.INSPECT,
         directory(scope, key),
-        new byte[][] {key.toBytes(), decimal(now), resultKey(scope, key), EMPTY});
+        new byte[][] {key.toBytes(), decimal(now), resultKey(scope, key), EMPTY, EMPTY});
   }
 
   Call forget(Scope scope, DedupKey key, long now) {
     return new Call(
         CompactScripts.FORGET,
         directory(scope, key),
-        new byte[][] {key.toBytes(), decimal(now), resultKey(scope, key), EMPTY});
+        new byte[][] {key.toBytes(), decimal(now), resultKey(scope, key), EMPTY, EMPTY});
   }
 
   /** Relative Redis expiry for a deadline, as decimal text; empty for "no expiry". */

@@ -24,7 +24,8 @@ import java.util.List;
  *
  * <p>Common ARGV: 1 the field (32 bytes), 2 now (decimal milliseconds), 3 the name of the key's
  * result key (for results too long to keep inline), 4 the bucket to probe first (where the caller
- * expects the key: the bucket a commit targets; empty: none).
+ * expects the key: the bucket a commit targets; empty: none), 5 that bucket's end. A key found
+ * there needs no look at the directory: a commit is one {@code HGET} and one {@code HSET}.
  *
  * <p>A bucket hash that Redis dropped because its last entry left is created again by the next
  * write into it; {@code put} sees that (a new field in a hash of one) and sets its expiry again.
@@ -41,7 +42,7 @@ final class CompactScripts {
       local now = tonumber(ARGV[2])
       local rkey = ARGV[3]
       local hint = ARGV[4]
-      local members = redis.call('ZRANGE', dir, 0, -1, 'WITHSCORES')
+      local members = false
       local bk, bm, bend, v = false, false, 0, false
       local function probe(i)
         local m = members[i]
@@ -56,15 +57,16 @@ final class CompactScripts {
         end
         return false
       end
-      local first = 0
-      for i = 1, #members, 2 do
-        if members[i] == hint then
-          first = i
+      if hint ~= '' then
+        local x = redis.call('HGET', base .. ':' .. hint, field)
+        if x then
+          bk, bm, bend, v = base .. ':' .. hint, hint, tonumber(ARGV[5]), x
         end
       end
-      if first == 0 or not probe(first) then
+      if not v then
+        members = redis.call('ZRANGE', dir, 0, -1, 'WITHSCORES')
         for i = 1, #members, 2 do
-          if i ~= first and probe(i) then
+          if members[i] ~= hint and probe(i) then
             break
           end
         end
@@ -111,10 +113,10 @@ final class CompactScripts {
       """;
 
   /**
-   * Reserve. ARGV 5: the complete in-flight value to write if acquired; 6, 7, 8: the bucket to put
-   * it in (member, end, PX; empty PX: no expiry); 9: the request's fingerprint (empty: none); 10:
-   * the sliding deadline to set on a duplicate hit as 8 bytes (empty: no refresh); 11, 12, 13: its
-   * bucket; 14: its PX for a result key (empty: no expiry). Answers as {@link LuaScripts#RESERVE}.
+   * Reserve. ARGV 6: the complete in-flight value to write if acquired; 7, 8, 9: the bucket to put
+   * it in (member, end, PX; empty PX: no expiry); 10: the request's fingerprint (empty: none); 11:
+   * the sliding deadline to set on a duplicate hit as 8 bytes (empty: no refresh); 12, 13, 14: its
+   * bucket; 15: its PX for a result key (empty: no expiry). Answers as {@link LuaScripts#RESERVE}.
    */
   static final LuaScripts.Script RESERVE =
       new LuaScripts.Script(
@@ -127,17 +129,17 @@ final class CompactScripts {
                   if not has(1) then
                     return {2, string.sub(v, 18, 25)}
                   end
-                  if has(2) and ARGV[9] ~= '' and string.sub(v, 26, 57) ~= ARGV[9] then
+                  if has(2) and ARGV[10] ~= '' and string.sub(v, 26, 57) ~= ARGV[10] then
                     return {3, string.sub(v, 10, 17)}
                   end
                   local deadline = string.sub(v, 18, 25)
-                  if ARGV[10] ~= '' and ARGV[10] ~= deadline then
-                    put(string.sub(v, 1, 17) .. ARGV[10] .. string.sub(v, 26),
-                        struct.unpack('>i8', ARGV[10], 1), ARGV[11], ARGV[12], ARGV[13])
+                  if ARGV[11] ~= '' and ARGV[11] ~= deadline then
+                    put(string.sub(v, 1, 17) .. ARGV[11] .. string.sub(v, 26),
+                        struct.unpack('>i8', ARGV[11], 1), ARGV[12], ARGV[13], ARGV[14])
                     if has(8) then
-                      expireResult(ARGV[14])
+                      expireResult(ARGV[15])
                     end
-                    deadline = ARGV[10]
+                    deadline = ARGV[11]
                   end
                   local result = false
                   if has(4) then
@@ -155,14 +157,14 @@ final class CompactScripts {
                   redis.call('DEL', rkey)
                 end
               end
-              put(ARGV[5], struct.unpack('>i8', ARGV[5], 18), ARGV[6], ARGV[7], ARGV[8])
+              put(ARGV[6], struct.unpack('>i8', ARGV[6], 18), ARGV[7], ARGV[8], ARGV[9])
               return {0, replaced}
               """);
 
   /**
-   * Commit. ARGV 5: the token (8 bytes); 6: the new since and deadline (16 bytes); 7: {@code 1} if
-   * a result is given else {@code 0}; 8: the result (empty if none); 9, 10, 11: the bucket of the
-   * new deadline (member, end, PX); 12: the PX for a result key (empty: no expiry). Answers 1
+   * Commit. ARGV 6: the token (8 bytes); 7: the new since and deadline (16 bytes); 8: {@code 1} if
+   * a result is given else {@code 0}; 9: the result (empty if none); 10, 11, 12: the bucket of the
+   * new deadline (member, end, PX); 13: the PX for a result key (empty: no expiry). Answers 1
    * (applied, or already committed with this token) or 0 (stale).
    */
   static final LuaScripts.Script COMMIT =
@@ -170,7 +172,7 @@ final class CompactScripts {
           "compact-commit",
           PREAMBLE
               + """
-              if not v or string.sub(v, 2, 9) ~= ARGV[5] then
+              if not v or string.sub(v, 2, 9) ~= ARGV[6] then
                 return 0
               end
               local alive = now < struct.unpack('>i8', v, 18)
@@ -187,31 +189,31 @@ final class CompactScripts {
                 fp = string.sub(v, 26, 57)
               end
               local tail = ''
-              if ARGV[7] == '1' then
-                if 25 + #fp + #ARGV[8] <= 64 then
+              if ARGV[8] == '1' then
+                if 25 + #fp + #ARGV[9] <= 64 then
                   f = f + 4
-                  tail = ARGV[8]
+                  tail = ARGV[9]
                 else
                   f = f + 8
-                  if ARGV[12] == '' then
-                    redis.call('SET', rkey, ARGV[8])
+                  if ARGV[13] == '' then
+                    redis.call('SET', rkey, ARGV[9])
                   else
-                    redis.call('SET', rkey, ARGV[8], 'PX', ARGV[12])
+                    redis.call('SET', rkey, ARGV[9], 'PX', ARGV[13])
                   end
                 end
               end
-              put(string.char(f) .. ARGV[5] .. ARGV[6] .. fp .. tail,
-                  struct.unpack('>i8', ARGV[6], 9), ARGV[9], ARGV[10], ARGV[11])
+              put(string.char(f) .. ARGV[6] .. ARGV[7] .. fp .. tail,
+                  struct.unpack('>i8', ARGV[7], 9), ARGV[10], ARGV[11], ARGV[12])
               return 1
               """);
 
-  /** Release. ARGV 5: the token (8 bytes). Answers 1 (the key was removed) or 0 (stale). */
+  /** Release. ARGV 6: the token (8 bytes). Answers 1 (the key was removed) or 0 (stale). */
   static final LuaScripts.Script RELEASE =
       new LuaScripts.Script(
           "compact-release",
           PREAMBLE
               + """
-              if not v or has(1) or string.sub(v, 2, 9) ~= ARGV[5]
+              if not v or has(1) or string.sub(v, 2, 9) ~= ARGV[6]
                   or now >= struct.unpack('>i8', v, 18) then
                 return 0
               end
@@ -220,7 +222,7 @@ final class CompactScripts {
               """);
 
   /**
-   * Extend. ARGV 5: the token (8 bytes); 6: the requested deadline (8 bytes); 7, 8, 9: its bucket
+   * Extend. ARGV 6: the token (8 bytes); 7: the requested deadline (8 bytes); 8, 9, 10: its bucket
    * (member, end, PX). Answers as {@link LuaScripts#EXTEND}.
    */
   static final LuaScripts.Script EXTEND =
@@ -228,16 +230,16 @@ final class CompactScripts {
           "compact-extend",
           PREAMBLE
               + """
-              if not v or has(1) or string.sub(v, 2, 9) ~= ARGV[5] then
+              if not v or has(1) or string.sub(v, 2, 9) ~= ARGV[6] then
                 return 0
               end
               local deadline = struct.unpack('>i8', v, 18)
               if now >= deadline then
                 return 0
               end
-              local u = struct.unpack('>i8', ARGV[6], 1)
+              local u = struct.unpack('>i8', ARGV[7], 1)
               if u > deadline then
-                put(string.sub(v, 1, 17) .. ARGV[6] .. string.sub(v, 26), u, ARGV[7], ARGV[8], ARGV[9])
+                put(string.sub(v, 1, 17) .. ARGV[7] .. string.sub(v, 26), u, ARGV[8], ARGV[9], ARGV[10])
               end
               return 1
               """);
