@@ -318,6 +318,19 @@ final class ConfigConverter {
             "rocksdb, memory and jdbc (stores with an outbox)",
             type);
     ok &= onlyFor(s.instanceId != null, type == StoreType.JDBC, at + ".instance_id", "jdbc", type);
+    ok &= onlyFor(s.layout != null, type == StoreType.REDIS, at + ".layout", "redis", type);
+    ok &=
+        onlyFor(
+            s.compactShards != null,
+            type == StoreType.REDIS,
+            at + ".compact_shards",
+            "redis",
+            type);
+    RedisLayout layout =
+        type == StoreType.REDIS
+            ? enumValue(s.layout, RedisLayout.values(), at + ".layout", RedisLayout.STANDARD)
+            : null;
+    ok &= type != StoreType.REDIS || layout != null;
     StoreFaults faults = faults(s, at);
     if (!ok || faults == null) {
       return null;
@@ -368,12 +381,16 @@ final class ConfigConverter {
                 s.password,
                 maxKeys,
                 faults,
-                s.instanceId),
+                s.instanceId,
+                layout,
+                s.compactShards),
         s.maxKeys != null && s.maxKeys < 1
             ? at + ".max_keys"
             : s.instanceId != null
                 ? at + ".instance_id"
-                : s.prefix != null ? at + ".prefix" : field);
+                : s.compactShards != null
+                    ? at + ".compact_shards"
+                    : s.prefix != null ? at + ".prefix" : field);
   }
 
   private @Nullable StoreFaults faults(StoreProperties s, String at) {

@@ -108,6 +108,12 @@ public final class IdemProperties {
 
     /** {@code instance_id} (jdbc: this instance's stable identity among those sharing tables). */
     public @Nullable String instanceId;
+
+    /** {@code layout} (redis: {@code standard} or {@code compact}). */
+    public @Nullable String layout;
+
+    /** {@code compact_shards} (redis with {@code layout: compact}: shards per expiry bucket). */
+    public @Nullable Integer compactShards;
   }
 
   /** One entry of {@code pipelines}. */
