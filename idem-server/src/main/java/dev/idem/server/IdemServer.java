@@ -1,7 +1,9 @@
 package dev.idem.server;
 
+import dev.idem.server.auth.MtlsSettings;
 import dev.idem.server.config.HttpLimits;
 import dev.idem.server.config.ServerSettings;
+import dev.idem.server.config.TlsSettings;
 import dev.idem.server.http.AdminApi;
 import dev.idem.server.http.HeaderDeadline;
 import dev.idem.server.http.HealthCheck;
@@ -9,15 +11,22 @@ import dev.idem.server.http.IdemHandler;
 import dev.idem.server.http.JsonErrorHandler;
 import dev.idem.server.logging.AccessLog;
 import dev.idem.server.pipeline.Pipeline;
+import dev.idem.server.tls.ServerTls;
 import java.net.URI;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import org.eclipse.jetty.http.HttpVersion;
 import org.eclipse.jetty.http.UriCompliance;
 import org.eclipse.jetty.server.HttpConfiguration;
 import org.eclipse.jetty.server.HttpConnectionFactory;
 import org.eclipse.jetty.server.RequestLog;
+import org.eclipse.jetty.server.SecureRequestCustomizer;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.server.SslConnectionFactory;
 import org.eclipse.jetty.server.handler.GracefulHandler;
 import org.eclipse.jetty.util.VirtualThreads;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
@@ -50,6 +59,7 @@ public final class IdemServer implements AutoCloseable {
   private final ServiceRuntime runtime;
   private final ServerSettings settings;
   private final boolean virtualThreads;
+  private final @Nullable ServerTls tls;
 
   private IdemServer(ServerSettings settings, ServiceRuntime runtime) {
     this.settings = settings;
@@ -77,7 +87,19 @@ public final class IdemServer implements AutoCloseable {
             UriCompliance.Violation.AMBIGUOUS_PATH_SEGMENT,
             UriCompliance.Violation.AMBIGUOUS_EMPTY_SEGMENT,
             UriCompliance.Violation.SUSPICIOUS_PATH_CHARACTERS));
-    this.connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
+    this.tls = tls(settings, runtime);
+    if (tls == null) {
+      this.connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
+    } else {
+      HttpConfiguration https = new HttpConfiguration(http);
+      // Exposes the verified client certificate to the handler; no SNI checks (one certificate).
+      https.addCustomizer(new SecureRequestCustomizer(false));
+      this.connector =
+          new ServerConnector(
+              jetty,
+              new SslConnectionFactory(tls.factory(), HttpVersion.HTTP_1_1.asString()),
+              new HttpConnectionFactory(https));
+    }
     connector.setHost(settings.host());
     connector.setPort(settings.port());
     configure(connector, settings);
@@ -124,6 +146,22 @@ public final class IdemServer implements AutoCloseable {
     jetty.setStopAtShutdown(false);
   }
 
+  /** The listener's TLS, with the sources' {@code auth.mtls.ca} files trusted too; or null. */
+  private static @Nullable ServerTls tls(ServerSettings settings, ServiceRuntime runtime) {
+    TlsSettings t = settings.tls();
+    if (t == null) {
+      return null;
+    }
+    List<Path> cas = new ArrayList<>();
+    for (Pipeline p : runtime.pipelines()) {
+      MtlsSettings m = p.settings().webhook().mtls();
+      if (m != null && m.ca() != null) {
+        cas.add(m.ca());
+      }
+    }
+    return ServerTls.create(t, cas);
+  }
+
   private static void configure(ServerConnector c, ServerSettings settings) {
     // Silence on a connection (between bytes of a request, or between requests) ends it.
     c.setIdleTimeout(settings.limits().idleTimeout().toMillis());
@@ -150,6 +188,9 @@ public final class IdemServer implements AutoCloseable {
       } catch (Exception ignored) {
         // Starting failed; stopping what started is best effort.
       }
+      if (server.tls != null) {
+        server.tls.close();
+      }
       runtime.close();
       throw new IllegalStateException(
           "cannot listen on "
@@ -167,7 +208,8 @@ public final class IdemServer implements AutoCloseable {
           e);
     }
     LOG.info(
-        "idem listening on http://{}:{}{} ({} {}; request threads: {}; admin API {})",
+        "idem listening on {}://{}:{}{} ({} {}; request threads: {}; admin API {})",
+        server.tls == null ? "http" : "https",
         settings.host(),
         server.port(),
         server.management == null ? "" : ", /metrics on port " + server.managementPort(),
@@ -224,7 +266,7 @@ public final class IdemServer implements AutoCloseable {
    * @return e.g. {@code http://127.0.0.1:8080}
    */
   public URI uri() {
-    return URI.create("http://" + loopbackHost() + ":" + port());
+    return URI.create((tls == null ? "http://" : "https://") + loopbackHost() + ":" + port());
   }
 
   /**
@@ -270,6 +312,9 @@ public final class IdemServer implements AutoCloseable {
       jetty.stop();
     } catch (Exception e) {
       LOG.warn("stopping the HTTP listener failed: {}", e.toString());
+    }
+    if (tls != null) {
+      tls.close();
     }
     runtime.close();
     LOG.info("idem stopped");

@@ -9,7 +9,10 @@ import dev.idem.key.CanonicalJson;
 import dev.idem.ordering.LocalOrderingGate;
 import dev.idem.ordering.OrderingConfig;
 import dev.idem.ordering.OrderingGate;
+import dev.idem.server.auth.CallerAuthenticator;
+import dev.idem.server.auth.HeaderCallers;
 import dev.idem.server.auth.JwtCallers;
+import dev.idem.server.auth.MtlsCallers;
 import dev.idem.server.config.DedupMode;
 import dev.idem.server.config.DedupSettings;
 import dev.idem.server.config.DeliveryMode;
@@ -18,6 +21,7 @@ import dev.idem.server.config.LeaseCheck;
 import dev.idem.server.config.OrderingSettings;
 import dev.idem.server.config.PipelineSettings;
 import dev.idem.server.config.StoreSettings;
+import dev.idem.server.config.WebhookSettings;
 import dev.idem.server.deliver.DeliveryListener;
 import dev.idem.server.deliver.Sink;
 import dev.idem.server.metrics.IdemMetrics;
@@ -25,6 +29,8 @@ import dev.idem.server.pipeline.Deliverer;
 import dev.idem.server.pipeline.EventKeys;
 import dev.idem.server.pipeline.Pipeline;
 import dev.idem.server.signature.SignatureVerifier;
+import dev.idem.server.tenant.TenantKeys;
+import dev.idem.server.tenant.TenantScopedStore;
 import dev.idem.server.transform.Transform;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.OutboxStore;
@@ -41,6 +47,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -137,8 +144,42 @@ public final class ServiceAssembly {
         p.webhook().signature() == null
             ? null
             : edge.verifier(Objects.requireNonNull(p.webhook().signature()), time);
-    return PipelineKeys.of(
-        p.dedup() == null ? null : p.dedup().key(), verifier, p.webhook().jwt() != null);
+    return withTenant(
+        p,
+        PipelineKeys.of(
+            p.dedup() == null ? null : p.dedup().key(), verifier, p.webhook().callers()));
+  }
+
+  /** The source's caller authentication, or null for none. */
+  private static @Nullable CallerAuthenticator callers(PipelineSettings p, TimeSource time) {
+    WebhookSettings w = p.webhook();
+    if (w.jwt() != null) {
+      return JwtCallers.create(p.id(), Objects.requireNonNull(w.jwt()), time);
+    }
+    if (w.mtls() != null) {
+      return MtlsCallers.create(p.id(), Objects.requireNonNull(w.mtls()), time);
+    }
+    if (w.principalHeader() != null) {
+      return HeaderCallers.create(p.id(), Objects.requireNonNull(w.principalHeader()), time);
+    }
+    return null;
+  }
+
+  /** A tenanted pipeline's keys are its rule's keys scoped per tenant. */
+  private static EventKeys withTenant(PipelineSettings p, EventKeys keys) {
+    return p.tenant() == null ? keys : new TenantKeys(Objects.requireNonNull(p.tenant()), keys);
+  }
+
+  /**
+   * Returns the store a pipeline's dedup step uses: the store itself, or for a tenanted pipeline
+   * the view that keeps each tenant's keys in its own scope.
+   *
+   * @param p the pipeline
+   * @param store the pipeline's store
+   * @return the store its deduplicator uses
+   */
+  public static DedupStore dedupStore(PipelineSettings p, DedupStore store) {
+    return p.tenant() == null ? store : new TenantScopedStore(store, Scope.of(p.id()));
   }
 
   /**
@@ -189,17 +230,16 @@ public final class ServiceAssembly {
       Pipeline.Builder b =
           Pipeline.builder(p)
               .verifier(verifier)
-              .callers(
-                  p.webhook().jwt() == null
-                      ? null
-                      : JwtCallers.create(p.id(), Objects.requireNonNull(p.webhook().jwt()), time))
+              .callers(callers(p, time))
               .keys(
-                  PipelineKeys.of(d == null ? null : d.key(), verifier, p.webhook().jwt() != null))
+                  withTenant(
+                      p,
+                      PipelineKeys.of(d == null ? null : d.key(), verifier, p.webhook().callers())))
               .meters(metrics.pipeline(p.id()))
               .timeSource(time);
       OutboxStore outbox = null;
       if (d != null) {
-        DedupStore store = Objects.requireNonNull(stores.get(config.storeOf(p)));
+        DedupStore store = dedupStore(p, Objects.requireNonNull(stores.get(config.storeOf(p))));
         Deduplicator dedup =
             Deduplicator.builder(store, Scope.of(p.id()))
                 .config(d.config())

@@ -18,6 +18,8 @@ final class CallerAnswers {
           case INVALID_TOKEN -> Map.of("WWW-Authenticate", "Bearer error=\"invalid_token\"");
           case DELEGATION_TOO_DEEP -> Map.of();
           case KEYS_UNAVAILABLE -> Map.of("Retry-After", Pipeline.STORE_RETRY_AFTER);
+          case CLIENT_CERTIFICATE_REQUIRED, CLIENT_CERTIFICATE_NOT_ACCEPTED, MISSING_PRINCIPAL ->
+              Map.of();
         };
     return Answer.error(
         e.reason().status(),
