@@ -151,13 +151,16 @@ public final class ServiceAssembly {
   }
 
   /** The source's caller authentication, or null for none. */
-  private static @Nullable CallerAuthenticator callers(PipelineSettings p, TimeSource time) {
+  private static @Nullable CallerAuthenticator callers(
+      IdemConfig config, PipelineSettings p, TimeSource time) {
     WebhookSettings w = p.webhook();
     if (w.jwt() != null) {
       return JwtCallers.create(p.id(), Objects.requireNonNull(w.jwt()), time);
     }
     if (w.mtls() != null) {
-      return MtlsCallers.create(p.id(), Objects.requireNonNull(w.mtls()), time);
+      var tls = config.server().tls();
+      return MtlsCallers.create(
+          p.id(), Objects.requireNonNull(w.mtls()), tls == null ? null : tls.clientCa(), time);
     }
     if (w.principalHeader() != null) {
       return HeaderCallers.create(p.id(), Objects.requireNonNull(w.principalHeader()), time);
@@ -230,7 +233,7 @@ public final class ServiceAssembly {
       Pipeline.Builder b =
           Pipeline.builder(p)
               .verifier(verifier)
-              .callers(callers(p, time))
+              .callers(callers(config, p, time))
               .keys(
                   withTenant(
                       p,

@@ -3,6 +3,8 @@ package dev.idem.server.auth;
 import dev.idem.TimeSource;
 import dev.idem.key.Principal;
 import dev.idem.server.auth.CallerException.Reason;
+import dev.idem.server.tls.Pem;
+import java.nio.file.Path;
 import java.security.cert.X509Certificate;
 import java.util.List;
 import java.util.Objects;
@@ -27,9 +29,10 @@ import org.jspecify.annotations.Nullable;
  *
  * <ol>
  *   <li>No verified certificate: {@code 401 client_certificate_required}.
- *   <li>With {@code mtls.ca}, a chain verified against another trusted CA: {@code 403
- *       client_certificate_not_accepted} (CAs are told apart by their subject names, so give the
- *       CAs distinct names).
+ *   <li>A chain verified against a CA that is not this source's: {@code 403
+ *       client_certificate_not_accepted}. The source's CAs are those of {@code mtls.ca}, or without
+ *       it those of {@code server.tls.client_ca} (so another source's {@code mtls.ca} is never
+ *       accepted here). CAs are told apart by their subject names: give them distinct names.
  *   <li>The chain is one principal: (issuer DN, subject DN). Two certificates with different
  *       subjects, or the same subject from two CAs, are two callers.
  * </ol>
@@ -47,9 +50,14 @@ public final class MtlsCallers implements CallerAuthenticator {
   private final Set<String> anchors;
   private final CallerRefusals refusals;
 
-  private MtlsCallers(String source, MtlsSettings settings, TimeSource time) {
+  private MtlsCallers(
+      String source, MtlsSettings settings, @Nullable Path clientCa, TimeSource time) {
+    List<X509Certificate> cas =
+        settings.ca() != null
+            ? settings.caCertificates()
+            : clientCa == null ? List.of() : Pem.certificates(clientCa, "client_ca");
     this.anchors =
-        settings.caCertificates().stream()
+        cas.stream()
             .map(c -> c.getSubjectX500Principal().getName(X500Principal.RFC2253))
             .collect(Collectors.toUnmodifiableSet());
     this.refusals = new CallerRefusals(source, time);
@@ -60,14 +68,22 @@ public final class MtlsCallers implements CallerAuthenticator {
    *
    * @param source the pipeline id, for the log
    * @param settings the settings
+   * @param clientCa {@code server.tls.client_ca}, the CAs accepted without {@code mtls.ca}; or null
    * @param time the clock of the log's rate limit
    * @return the authenticator
-   * @throws dev.idem.IdemConfigException if the CA file cannot be read
+   * @throws dev.idem.IdemConfigException if a CA file cannot be read, or no CA is given
    */
-  public static MtlsCallers create(String source, MtlsSettings settings, TimeSource time) {
+  public static MtlsCallers create(
+      String source, MtlsSettings settings, @Nullable Path clientCa, TimeSource time) {
+    if (settings.ca() == null && clientCa == null) {
+      throw new dev.idem.IdemConfigException(
+          "auth.mtls needs the CA of its callers' certificates; set server.tls.client_ca or"
+              + " auth.mtls.ca");
+    }
     return new MtlsCallers(
         Objects.requireNonNull(source, "source"),
         Objects.requireNonNull(settings, "settings"),
+        clientCa,
         Objects.requireNonNull(time, "time"));
   }
 
@@ -120,13 +136,15 @@ public final class MtlsCallers implements CallerAuthenticator {
           Reason.CLIENT_CERTIFICATE_REQUIRED,
           "the client certificate has an empty subject (issuer " + issuer + ")");
     }
-    if (!anchors.isEmpty()) {
-      String anchor = headers.apply(ANCHOR);
-      if (anchor == null || !anchors.contains(anchor)) {
-        throw new CallerException(
-            Reason.CLIENT_CERTIFICATE_NOT_ACCEPTED,
-            "subject " + subject + " was verified against CA " + anchor + ", not this source's ca");
-      }
+    String anchor = headers.apply(ANCHOR);
+    if (anchor == null || !anchors.contains(anchor)) {
+      throw new CallerException(
+          Reason.CLIENT_CERTIFICATE_NOT_ACCEPTED,
+          "subject "
+              + subject
+              + " was verified against CA "
+              + anchor
+              + ", not one of this source's");
     }
     return List.of(new Principal(issuer, subject));
   }

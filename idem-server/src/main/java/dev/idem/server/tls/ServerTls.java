@@ -10,6 +10,7 @@ import java.security.GeneralSecurityException;
 import java.security.KeyStore;
 import java.security.MessageDigest;
 import java.security.PrivateKey;
+import java.security.Signature;
 import java.security.cert.Certificate;
 import java.security.cert.X509Certificate;
 import java.util.ArrayList;
@@ -227,6 +228,7 @@ public final class ServerTls implements AutoCloseable {
                   + "; give the key of the first certificate in "
                   + s.certificate());
         }
+        checkPair(key, chain.get(0), s);
         password = MEMORY_PASSWORD;
         keys = KeyStore.getInstance("PKCS12");
         keys.load(null, null);
@@ -255,6 +257,33 @@ public final class ServerTls implements AutoCloseable {
       return new Stores(keys, password, trust, describe);
     } catch (IOException | GeneralSecurityException e) {
       throw new IdemConfigException("cannot load the TLS key store (" + e.getMessage() + ")");
+    }
+  }
+
+  /** A certificate and key renewed one file at a time must not be served half-swapped. */
+  private static void checkPair(PrivateKey key, X509Certificate cert, TlsSettings s)
+      throws GeneralSecurityException {
+    String alg =
+        switch (key.getAlgorithm()) {
+          case "EC" -> "SHA256withECDSA";
+          case "RSA" -> "SHA256withRSA";
+          default -> key.getAlgorithm();
+        };
+    byte[] probe = "idem-tls-key-check".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    Signature signer = Signature.getInstance(alg);
+    signer.initSign(key);
+    signer.update(probe);
+    byte[] signature = signer.sign();
+    Signature verifier = Signature.getInstance(alg);
+    verifier.initVerify(cert.getPublicKey());
+    verifier.update(probe);
+    if (!verifier.verify(signature)) {
+      throw new IdemConfigException(
+          "private_key: "
+              + s.privateKey()
+              + " is not the key of the first certificate in "
+              + s.certificate()
+              + "; give the matching pair");
     }
   }
 
