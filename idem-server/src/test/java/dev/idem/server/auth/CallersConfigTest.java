@@ -4,13 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.IdemConfigException;
-import dev.idem.server.auth.MtlsCallersHttpTest.Identity;
 import dev.idem.server.config.ConfigException;
 import dev.idem.server.config.ConfigLoader;
 import dev.idem.server.config.ConfigPrinter;
 import dev.idem.server.config.IdemConfig;
 import dev.idem.server.config.TenantSpec;
 import dev.idem.server.config.TlsSettings;
+import dev.idem.server.support.TestCertificates;
+import dev.idem.server.support.TestCertificates.Identity;
 import dev.idem.server.tls.ServerTls;
 import java.io.OutputStream;
 import java.nio.file.Files;
@@ -36,14 +37,14 @@ class CallersConfigTest {
 
   @BeforeAll
   static void files() throws Exception {
-    Identity authority = MtlsCallersHttpTest.ca("CN=Config CA");
-    server = MtlsCallersHttpTest.leaf("CN=config-server", authority, true);
+    Identity authority = TestCertificates.ca("CN=Config CA");
+    server = TestCertificates.leaf("CN=config-server", authority, true);
     cert = dir.resolve("cert.pem");
     key = dir.resolve("key.pem");
     ca = dir.resolve("ca.pem");
-    Files.writeString(cert, MtlsCallersHttpTest.pem(server.cert()));
-    Files.writeString(key, MtlsCallersHttpTest.pem(server.keys().getPrivate()));
-    Files.writeString(ca, MtlsCallersHttpTest.pem(authority.cert()));
+    Files.writeString(cert, TestCertificates.pem(server.cert()));
+    Files.writeString(key, TestCertificates.pem(server.keys().getPrivate()));
+    Files.writeString(ca, TestCertificates.pem(authority.cert()));
   }
 
   private static IdemConfig parse(String yaml) {

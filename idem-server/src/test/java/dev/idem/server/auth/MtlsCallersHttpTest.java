@@ -1,5 +1,8 @@
 package dev.idem.server.auth;
 
+import static dev.idem.server.support.TestCertificates.ca;
+import static dev.idem.server.support.TestCertificates.leaf;
+import static dev.idem.server.support.TestCertificates.pem;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -8,30 +11,23 @@ import dev.idem.server.IdemServer;
 import dev.idem.server.ServiceAssembly;
 import dev.idem.server.config.ConfigLoader;
 import dev.idem.server.config.IdemConfig;
+import dev.idem.server.support.TestCertificates.Identity;
 import dev.idem.server.support.TestEdge;
 import java.io.IOException;
-import java.math.BigInteger;
 import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.KeyPair;
-import java.security.KeyPairGenerator;
 import java.security.KeyStore;
 import java.security.Principal;
 import java.security.PrivateKey;
 import java.security.cert.Certificate;
 import java.security.cert.X509Certificate;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.Base64;
-import java.util.Date;
 import java.util.UUID;
-import java.util.concurrent.atomic.AtomicLong;
 import javax.net.ssl.KeyManager;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
@@ -39,18 +35,6 @@ import javax.net.ssl.SSLEngine;
 import javax.net.ssl.TrustManagerFactory;
 import javax.net.ssl.X509ExtendedKeyManager;
 import javax.net.ssl.X509KeyManager;
-import org.bouncycastle.asn1.x500.X500Name;
-import org.bouncycastle.asn1.x509.BasicConstraints;
-import org.bouncycastle.asn1.x509.ExtendedKeyUsage;
-import org.bouncycastle.asn1.x509.Extension;
-import org.bouncycastle.asn1.x509.GeneralName;
-import org.bouncycastle.asn1.x509.GeneralNames;
-import org.bouncycastle.asn1.x509.KeyPurposeId;
-import org.bouncycastle.asn1.x509.KeyUsage;
-import org.bouncycastle.cert.X509v3CertificateBuilder;
-import org.bouncycastle.cert.jcajce.JcaX509CertificateConverter;
-import org.bouncycastle.cert.jcajce.JcaX509v3CertificateBuilder;
-import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -65,8 +49,6 @@ import org.junit.jupiter.api.io.TempDir;
  * reloaded when its files change.
  */
 class MtlsCallersHttpTest {
-  static final AtomicLong SERIAL = new AtomicLong(1);
-
   @TempDir static Path dir;
 
   static Identity caA;
@@ -81,8 +63,6 @@ class MtlsCallersHttpTest {
   static Path serverKey;
   static TestEdge edge;
   static IdemServer server;
-
-  record Identity(KeyPair keys, X509Certificate cert) {}
 
   @BeforeAll
   static void start() throws Exception {
@@ -142,89 +122,6 @@ class MtlsCallersHttpTest {
     if (server != null) {
       server.close();
     }
-  }
-
-  // --- certificates -------------------------------------------------------------------------
-
-  static KeyPair ecKeys() throws Exception {
-    KeyPairGenerator g = KeyPairGenerator.getInstance("EC");
-    g.initialize(256);
-    return g.generateKeyPair();
-  }
-
-  static Identity ca(String dn) throws Exception {
-    KeyPair keys = ecKeys();
-    return new Identity(keys, sign(dn, keys, new X500Name(dn), keys.getPrivate(), true, false));
-  }
-
-  static Identity leaf(String dn, Identity issuer, boolean serverCert) throws Exception {
-    KeyPair keys = ecKeys();
-    return new Identity(
-        keys,
-        sign(
-            dn,
-            keys,
-            X500Name.getInstance(issuer.cert().getSubjectX500Principal().getEncoded()),
-            issuer.keys().getPrivate(),
-            false,
-            serverCert));
-  }
-
-  static X509Certificate sign(
-      String dn,
-      KeyPair subject,
-      X500Name issuerDn,
-      PrivateKey issuerKey,
-      boolean ca,
-      boolean server)
-      throws Exception {
-    Instant now = Instant.now();
-    X509v3CertificateBuilder b =
-        new JcaX509v3CertificateBuilder(
-            issuerDn,
-            BigInteger.valueOf(SERIAL.getAndIncrement()),
-            Date.from(now.minusSeconds(60)),
-            Date.from(now.plus(Duration.ofDays(2))),
-            new X500Name(dn),
-            subject.getPublic());
-    b.addExtension(Extension.basicConstraints, true, new BasicConstraints(ca));
-    if (ca) {
-      b.addExtension(
-          Extension.keyUsage, true, new KeyUsage(KeyUsage.keyCertSign | KeyUsage.cRLSign));
-    } else {
-      b.addExtension(Extension.keyUsage, true, new KeyUsage(KeyUsage.digitalSignature));
-      b.addExtension(
-          Extension.extendedKeyUsage,
-          false,
-          new ExtendedKeyUsage(
-              server ? KeyPurposeId.id_kp_serverAuth : KeyPurposeId.id_kp_clientAuth));
-    }
-    if (server) {
-      b.addExtension(
-          Extension.subjectAlternativeName,
-          false,
-          new GeneralNames(
-              new GeneralName[] {
-                new GeneralName(GeneralName.iPAddress, "127.0.0.1"),
-                new GeneralName(GeneralName.dNSName, "localhost")
-              }));
-    }
-    return new JcaX509CertificateConverter()
-        .getCertificate(b.build(new JcaContentSignerBuilder("SHA256withECDSA").build(issuerKey)));
-  }
-
-  static String pem(X509Certificate c) throws Exception {
-    return block("CERTIFICATE", c.getEncoded());
-  }
-
-  static String pem(PrivateKey k) {
-    return block("PRIVATE KEY", k.getEncoded());
-  }
-
-  static String block(String type, byte[] der) {
-    String b64 =
-        Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII)).encodeToString(der);
-    return "-----BEGIN " + type + "-----\n" + b64 + "\n-----END " + type + "-----\n";
   }
 
   // --- clients ------------------------------------------------------------------------------
