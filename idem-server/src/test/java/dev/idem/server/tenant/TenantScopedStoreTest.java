@@ -10,16 +10,21 @@ import dev.idem.IdemConfigException;
 import dev.idem.KeyDerivationException;
 import dev.idem.Scope;
 import dev.idem.key.KeyEncoding;
+import dev.idem.server.ServiceAssembly;
+import dev.idem.server.config.ConfigLoader;
+import dev.idem.server.config.IdemConfig;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.KeyState;
 import dev.idem.spi.OutboxStore;
 import dev.idem.store.memory.MemoryDedupStore;
 import dev.idem.store.rocksdb.RocksDbDedupStore;
+import dev.idem.tck.ExternalService;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -67,6 +72,58 @@ class TenantScopedStoreTest {
     try (RocksDbDedupStore store = RocksDbDedupStore.builder(dir.resolve("rocks")).build()) {
       clearingOneTenant(store);
     }
+  }
+
+  @Test
+  void clearingOneTenantTouchesNoOtherTenantNorScopeOnRedis() {
+    ExternalService redis =
+        ExternalService.require(
+            "Redis", "IDEM_REDIS_URL", "redis://127.0.0.1:6379", 6379, "redis-server --port 6379");
+    try (DedupStore store =
+        openStore(
+            "{ type: redis, url: \""
+                + redis.url()
+                + "\", prefix: \""
+                + uniquePrefix(":")
+                + "\" }")) {
+      clearingOneTenant(store);
+    }
+  }
+
+  @Test
+  void clearingOneTenantTouchesNoOtherTenantNorScopeOnPostgreSql() {
+    ExternalService pg =
+        ExternalService.require(
+            "PostgreSQL",
+            "IDEM_PG_URL",
+            "jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres",
+            5432,
+            "pg_ctlcluster 15 main start");
+    try (DedupStore store =
+        openStore("{ type: jdbc, url: \"" + pg.url() + "\", prefix: " + uniquePrefix("_") + " }")) {
+      clearingOneTenant(store);
+    }
+  }
+
+  private static String uniquePrefix(String end) {
+    return "t" + UUID.randomUUID().toString().replace("-", "").substring(0, 10) + end;
+  }
+
+  private static DedupStore openStore(String store) {
+    IdemConfig c =
+        ConfigLoader.parse(
+            "store.yaml",
+            """
+            store: %s
+            pipelines:
+              - id: orders
+                source: { webhook: { path: /in } }
+                dedup: {}
+                deliver: { stdout: {} }
+            """
+                .formatted(store),
+            n -> null);
+    return ServiceAssembly.openStore(c.store());
   }
 
   private static void clearingOneTenant(DedupStore store) {
