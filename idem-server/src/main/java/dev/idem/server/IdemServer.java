@@ -178,7 +178,13 @@ public final class IdemServer implements AutoCloseable {
    * @throws IllegalStateException if the port cannot be bound
    */
   public static IdemServer start(ServerSettings settings, ServiceRuntime runtime) {
-    IdemServer server = new IdemServer(settings, runtime);
+    IdemServer server;
+    try {
+      server = new IdemServer(settings, runtime);
+    } catch (RuntimeException e) {
+      runtime.close(); // e.g. a TLS file that no longer loads
+      throw e;
+    }
     try {
       server.jetty.start();
       server.headers.start(server.jetty.getScheduler());

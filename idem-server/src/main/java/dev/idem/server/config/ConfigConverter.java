@@ -54,7 +54,14 @@ import org.jspecify.annotations.Nullable;
  *       commit) and a store with an outbox (rocksdb, memory or jdbc; not redis);
  *   <li>{@code dedup.mode: replay} needs {@code deliver.mode: sync} (the answer stored for
  *       duplicates is the downstream's response);
- *   <li>{@code deliver} names exactly one sink; {@code retries} is given at most once.
+ *   <li>{@code deliver} names exactly one sink; {@code retries} is given at most once;
+ *   <li>{@code window: forever} (or {@code none}) on the memory store needs {@code max_keys};
+ *   <li>{@code tenant} needs {@code dedup}; {@code claim(...)} needs {@code auth.jwt}; with {@code
+ *       tenant} the memory store takes no {@code dedup.max_keys} (each tenant is bounded by {@code
+ *       store.max_keys});
+ *   <li>a source has at most one of {@code auth.jwt}, {@code auth.mtls}, {@code
+ *       auth.principal_header}; {@code auth.mtls} needs {@code server.tls} and a CA ({@code
+ *       server.tls.client_ca} or its own {@code ca}).
  * </ul>
  */
 final class ConfigConverter {
