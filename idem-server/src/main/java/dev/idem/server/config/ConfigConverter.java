@@ -5,7 +5,9 @@ import dev.idem.DedupConfig;
 import dev.idem.Expiry;
 import dev.idem.IdemConfigException;
 import dev.idem.key.KeyRule;
+import dev.idem.server.auth.HeaderCallers;
 import dev.idem.server.auth.JwtSettings;
+import dev.idem.server.auth.MtlsSettings;
 import dev.idem.server.config.IdemProperties.DedupProperties;
 import dev.idem.server.config.IdemProperties.DeliverProperties;
 import dev.idem.server.config.IdemProperties.JwtProperties;
@@ -15,10 +17,12 @@ import dev.idem.server.config.IdemProperties.ServerProperties;
 import dev.idem.server.config.IdemProperties.SignatureProperties;
 import dev.idem.server.config.IdemProperties.SourceProperties;
 import dev.idem.server.config.IdemProperties.StoreProperties;
+import dev.idem.server.config.IdemProperties.TlsProperties;
 import dev.idem.server.config.IdemProperties.WebhookProperties;
 import dev.idem.server.deliver.RetryPolicy;
 import dev.idem.server.signature.SignatureScheme;
 import dev.idem.server.signature.SignatureSettings;
+import dev.idem.server.tls.ServerTls;
 import dev.idem.server.transform.Transforms;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -51,7 +55,14 @@ import org.jspecify.annotations.Nullable;
  *       commit) and a store with an outbox (rocksdb, memory or jdbc; not redis);
  *   <li>{@code dedup.mode: replay} needs {@code deliver.mode: sync} (the answer stored for
  *       duplicates is the downstream's response);
- *   <li>{@code deliver} names exactly one sink; {@code retries} is given at most once.
+ *   <li>{@code deliver} names exactly one sink; {@code retries} is given at most once;
+ *   <li>{@code window: forever} (or {@code none}) on the memory store needs {@code max_keys};
+ *   <li>{@code tenant} needs {@code dedup}; {@code claim(...)} needs {@code auth.jwt}; with {@code
+ *       tenant} the memory store takes no {@code dedup.max_keys} (each tenant is bounded by {@code
+ *       store.max_keys});
+ *   <li>a source has at most one of {@code auth.jwt}, {@code auth.mtls}, {@code
+ *       auth.principal_header}; {@code auth.mtls} needs {@code server.tls} and a CA ({@code
+ *       server.tls.client_ca} or its own {@code ca}).
  * </ul>
  */
 final class ConfigConverter {
@@ -112,6 +123,26 @@ final class ConfigConverter {
               "'" + hook.path() + "' is already the path of " + otherPath + "; paths are unique");
         }
         pipelines.add(ps);
+      }
+    }
+    if (server != null) {
+      for (int i = 0; i < pipelines.size(); i++) {
+        MtlsSettings m = pipelines.get(i).webhook().mtls();
+        if (m == null) {
+          continue;
+        }
+        String at = "pipelines[" + i + "].source.webhook.auth.mtls";
+        if (server.tls() == null) {
+          problem(
+              at,
+              "needs TLS on the listener; set server.tls (certificate and private_key, or"
+                  + " keystore)");
+        } else if (server.tls().clientCa() == null && m.ca() == null) {
+          problem(
+              at,
+              "needs the CA of its callers' certificates; set server.tls.client_ca or"
+                  + " auth.mtls.ca");
+        }
       }
     }
     if (!problems.isEmpty() || server == null || store == null) {
@@ -209,11 +240,43 @@ final class ConfigConverter {
     orNull(
         () -> ServerSettings.defaults().withPort(port).withManagementPort(s.managementPort),
         at + ".management_port");
-    if (shutdown == null || limits == null) {
+    TlsSettings tls = s.tls == null ? null : tls(s.tls, at + ".tls");
+    if (shutdown == null || limits == null || (s.tls != null && tls == null)) {
       return null; // its problem is recorded
     }
     return new ServerSettings(
-        host, port, token, threads, shutdown, s.logLevel, limits, s.managementPort);
+        host, port, token, threads, shutdown, s.logLevel, limits, s.managementPort, tls);
+  }
+
+  private @Nullable TlsSettings tls(TlsProperties t, String at) {
+    int before = problems.size();
+    Path certificate = t.certificate == null ? null : toPath(t.certificate, at + ".certificate");
+    Path key = t.privateKey == null ? null : toPath(t.privateKey, at + ".private_key");
+    Path keystore = t.keystore == null ? null : toPath(t.keystore, at + ".keystore");
+    Path clientCa = t.clientCa == null ? null : toPath(t.clientCa, at + ".client_ca");
+    Duration reload =
+        duration(t.reloadInterval, at + ".reload_interval", TlsSettings.DEFAULT_RELOAD_INTERVAL);
+    if (problems.size() > before || reload == null) {
+      return null;
+    }
+    String field =
+        t.reloadInterval != null
+            ? at + ".reload_interval"
+            : t.keystore != null
+                ? at + ".keystore"
+                : t.certificate != null ? at + ".certificate" : at;
+    TlsSettings tls =
+        orNull(
+            () -> new TlsSettings(certificate, key, keystore, t.keystorePassword, clientCa, reload),
+            field);
+    if (tls == null) {
+      return null;
+    }
+    // Read the files now, so that a bad file is a located problem rather than a failed start.
+    if (orNull(() -> ServerTls.check(tls), at) == null) {
+      return null;
+    }
+    return tls;
   }
 
   private @Nullable HttpLimits httpLimits(ServerProperties s, String at) {
@@ -469,8 +532,43 @@ final class ConfigConverter {
     if (problems.size() > before || source == null || deliver == null || p.id == null) {
       return null;
     }
+    TenantSpec tenant =
+        p.tenant == null ? null : orNull(() -> TenantSpec.parse(p.tenant), at + ".tenant");
+    if (p.tenant != null && tenant == null) {
+      return null;
+    }
     // Rules between fields.
     StoreSettings effective = dedup != null && dedup.store() != null ? dedup.store() : serviceStore;
+    if (tenant != null && dedup == null) {
+      problem(at + ".tenant", "scopes the dedup keys; add dedup, or remove tenant");
+    }
+    WebhookSettings hook = source instanceof WebhookSettings w ? w : null;
+    if (tenant != null
+        && tenant.source() == TenantSpec.Source.CLAIM
+        && (hook == null || hook.jwt() == null)) {
+      problem(
+          at + ".tenant",
+          "claim(\""
+              + tenant.name()
+              + "\") reads the caller's JWT; set source.webhook.auth.jwt,"
+              + " or read the tenant from a header or field");
+    }
+    boolean memory = effective != null && effective.type() == StoreType.MEMORY;
+    if (tenant != null && dedup != null && dedup.maxKeys() != null && memory) {
+      problem(
+          at + ".dedup.max_keys",
+          "with tenant, the memory store bounds each tenant's keys by store.max_keys; set that"
+              + " instead");
+    } else if (dedup != null && dedup.config().ttl() == null && memory && dedup.maxKeys() == null) {
+      problem(
+          at + ".dedup.window",
+          tenant != null
+              ? "forever is for durable stores (rocksdb, jdbc, redis); the memory store loses its"
+                  + " keys on restart; give a window"
+              : "forever on the memory store needs dedup.max_keys to bound it (the keys are lost"
+                  + " on restart anyway); use a durable store (rocksdb, jdbc, redis) for ids"
+                  + " that must be kept, or give a window");
+    }
     if (dedup != null
         && dedup.maxKeys() != null
         && effective != null
@@ -507,7 +605,8 @@ final class ConfigConverter {
     SourceSettings w = source;
     DeliverSettings d = deliver;
     String finalJq = jq;
-    return orNull(() -> new PipelineSettings(p.id, w, dedup, ordering, finalJq, d), at + ".id");
+    TenantSpec t = tenant;
+    return orNull(() -> new PipelineSettings(p.id, w, dedup, ordering, finalJq, d, t), at + ".id");
   }
 
   /** The one source of a pipeline ({@code source.webhook}, {@code source.kafka}, ...). */
@@ -548,6 +647,32 @@ final class ConfigConverter {
         w.signature == null ? null : signature(w.signature, at + ".signature");
     JwtSettings jwt =
         w.auth == null || w.auth.jwt == null ? null : jwt(w.auth.jwt, at + ".auth.jwt");
+    MtlsSettings mtls = null;
+    if (w.auth != null && w.auth.mtls != null) {
+      String ca = w.auth.mtls.ca;
+      Path caPath = ca == null ? null : toPath(ca, at + ".auth.mtls.ca");
+      if (ca == null || caPath != null) {
+        mtls = orNull(() -> new MtlsSettings(caPath), at + ".auth.mtls.ca");
+      }
+    }
+    String principalHeader = w.auth == null ? null : w.auth.principalHeader;
+    if (principalHeader != null) {
+      orNull(
+          () -> {
+            HeaderCallers.checkName(principalHeader);
+            return principalHeader;
+          },
+          at + ".auth.principal_header");
+    }
+    if (w.auth != null
+        && (w.auth.jwt != null ? 1 : 0)
+                + (w.auth.mtls != null ? 1 : 0)
+                + (w.auth.principalHeader != null ? 1 : 0)
+            > 1) {
+      problem(
+          at + ".auth",
+          "give one of jwt, mtls and principal_header; a source has one kind of caller");
+    }
     if (problems.size() > before || maxBody == null || w.path == null) {
       return null;
     }
@@ -565,7 +690,10 @@ final class ConfigConverter {
       return null;
     }
     long mb = maxBody;
-    return orNull(() -> new WebhookSettings(w.path, mb, maxDepth, signature, jwt), at + ".path");
+    MtlsSettings m = mtls;
+    return orNull(
+        () -> new WebhookSettings(w.path, mb, maxDepth, signature, jwt, m, principalHeader),
+        at + ".path");
   }
 
   private @Nullable JwtSettings jwt(JwtProperties j, String at) {
@@ -731,14 +859,16 @@ final class ConfigConverter {
       problem(at + ".key", "is empty; write a field path, or remove key for the default key");
     }
     DedupConfig.Builder b = DedupConfig.custom();
-    if (d.window != null && d.window.trim().equalsIgnoreCase("none")) {
+    if (d.window != null
+        && (d.window.trim().equalsIgnoreCase("none")
+            || d.window.trim().equalsIgnoreCase("forever"))) {
       b.noTtl();
     } else {
       Duration window =
           duration(d.window, at + ".window", DedupConfig.DEFAULT_TTL, DedupSettings.MAX_WINDOW);
       if (window != null) {
         if (window.toMillis() < 1) {
-          problem(at + ".window", "must be at least 1ms, or none for no window");
+          problem(at + ".window", "must be at least 1ms, or forever for no window");
         } else {
           b.ttl(window);
         }

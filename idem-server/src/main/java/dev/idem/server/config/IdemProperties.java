@@ -60,6 +60,33 @@ public final class IdemProperties {
 
     /** {@code management_port}. */
     public @Nullable Integer managementPort;
+
+    /** {@code tls}. */
+    public @Nullable TlsProperties tls;
+  }
+
+  /** {@code server.tls}: TLS on the listener, and the CAs of client certificates. */
+  public static final class TlsProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public TlsProperties() {}
+
+    /** {@code certificate}. */
+    public @Nullable String certificate;
+
+    /** {@code private_key}. */
+    public @Nullable String privateKey;
+
+    /** {@code keystore}. */
+    public @Nullable String keystore;
+
+    /** {@code keystore_password}. */
+    public @Nullable String keystorePassword;
+
+    /** {@code client_ca}. */
+    public @Nullable String clientCa;
+
+    /** {@code reload_interval}. */
+    public @Nullable String reloadInterval;
   }
 
   /** {@code store} and {@code dedup.store}: where keys (and the outbox) are kept. */
@@ -138,6 +165,9 @@ public final class IdemProperties {
 
     /** {@code deliver}. */
     public @Nullable DeliverProperties deliver;
+
+    /** {@code tenant}. */
+    public @Nullable String tenant;
   }
 
   /** {@code source}: where events come from. */
@@ -177,6 +207,21 @@ public final class IdemProperties {
 
     /** {@code jwt}. */
     public @Nullable JwtProperties jwt;
+
+    /** {@code mtls}. */
+    public @Nullable MtlsProperties mtls;
+
+    /** {@code principal_header}. */
+    public @Nullable String principalHeader;
+  }
+
+  /** {@code source.webhook.auth.mtls}. */
+  public static final class MtlsProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public MtlsProperties() {}
+
+    /** {@code ca}. */
+    public @Nullable String ca;
   }
 
   /** {@code source.webhook.auth.jwt}. */
