@@ -654,14 +654,17 @@ final class ConfigConverter {
         maxDepth);
   }
 
+  /** Runs a check; its problem is reported at {@code path}, without repeating the field name. */
   private boolean natsField(Runnable check, String path) {
-    return orNull(
-            () -> {
-              check.run();
-              return Boolean.TRUE;
-            },
-            path)
-        != null;
+    try {
+      check.run();
+      return true;
+    } catch (IdemConfigException e) {
+      String field = path.substring(path.lastIndexOf('.') + 1);
+      String m = String.valueOf(e.getMessage());
+      problem(path, m.startsWith(field + ": ") ? m.substring(field.length() + 2) : m);
+      return false;
+    }
   }
 
   private static Duration max(Duration a, Duration b) {
@@ -1094,11 +1097,14 @@ final class ConfigConverter {
     if (!natsField(() -> NatsSourceSettings.checkUrl(url), at + ".url")) {
       return null;
     }
-    return orNull(
-        () -> new SinkSettings.Nats(url, n.subject, n.stream, timeout),
+    String field =
         n.stream != null && !n.stream.matches("[A-Za-z0-9_-]+")
             ? at + ".stream"
-            : n.timeout != null && timeout.toMillis() < 1 ? at + ".timeout" : at + ".subject");
+            : n.timeout != null && timeout.toMillis() < 1 ? at + ".timeout" : at + ".subject";
+    SinkSettings[] made = new SinkSettings[1];
+    boolean ok =
+        natsField(() -> made[0] = new SinkSettings.Nats(url, n.subject, n.stream, timeout), field);
+    return ok ? made[0] : null;
   }
 
   private @Nullable SinkSettings jdbc(IdemProperties.JdbcProperties j, String at) {
