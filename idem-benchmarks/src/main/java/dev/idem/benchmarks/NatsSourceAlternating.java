@@ -41,7 +41,7 @@ import java.util.concurrent.CompletableFuture;
  * is given) against a bare pull consumer on the same client (jnats), server, batch size and ack
  * mode (explicit, one ack per message) that does no dedup, alternating in one run. Each round and
  * each contender gets a fresh memory stream with the same {@code MESSAGES} messages (unique {@code
- * Nats-Msg-Id}, 100-byte JSON bodies) and consumes all of them; the figure is messages per second
+ * Nats-Msg-Id}, 100-byte JSON bodies) and consumes all of them (Redis keys expire after 2 minutes); the figure is messages per second
  * from the consumer's start to the last ack. Idem delivers to a sink that does nothing.
  *
  * <p>Run: {@code java -cp idem-server/target/idem.jar:idem-benchmarks/target/classes
@@ -172,7 +172,7 @@ public final class NatsSourceAlternating {
                 + stream
                 + ", durable: idem, batch: "
                 + batch
-                + " }\n    dedup: { window: 1h }\n    deliver: { stdout: {} }\n",
+                + " }\n    dedup: { window: 2m }\n    deliver: { stdout: {} }\n",
             name -> null);
     PipelineSettings p = config.pipelines().get(0);
     DedupStore dedupStore = ServiceAssembly.openStore(config.store());
