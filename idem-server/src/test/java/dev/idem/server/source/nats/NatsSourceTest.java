@@ -262,6 +262,39 @@ class NatsSourceTest {
   }
 
   @Test
+  void inProgressKeepsLongWorkFromBeingRedelivered() throws Exception {
+    String subject = nats.subject("in");
+    String stream = nats.stream("SRC", subject);
+    java.util.concurrent.atomic.AtomicBoolean stalled =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    store.onReserve(
+        () -> {
+          if (stalled.compareAndSet(false, true)) {
+            try {
+              Thread.sleep(3_500); // three ack waits of work on one batch
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          }
+        });
+    nats.nc.jetStream().publish(subject, new Headers().put("Nats-Msg-Id", "slow"), json("{}"));
+
+    start(stream, "        ack_wait: 1s\n", "");
+
+    long redelivered = 0;
+    long giveUp = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    while (sink.delivered().isEmpty() && System.nanoTime() < giveUp) {
+      redelivered = Math.max(redelivered, nats.consumer(stream, "idem").getRedelivered());
+      Thread.sleep(100);
+    }
+    await().atMost(Duration.ofSeconds(10)).until(() -> nats.settled(stream, "idem"));
+    assertThat(stalled).isTrue();
+    assertThat(redelivered).as("messages the server redelivered while the work ran").isZero();
+    assertThat(meters.total(SourceMeters.Kind.ACCEPTED)).isEqualTo(1);
+    assertThat(meters.total(SourceMeters.Kind.DUPLICATE)).isZero();
+  }
+
+  @Test
   void startFailsWithWhatToDoWhenTheStreamDoesNotExist() {
     String missing = nats.name("MISSING");
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> start(missing, "", ""))
