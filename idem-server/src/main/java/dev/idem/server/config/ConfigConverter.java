@@ -619,6 +619,9 @@ final class ConfigConverter {
     if (s.webhook != null) {
       given.add("webhook");
     }
+    if (s.nats != null) {
+      given.add("nats");
+    }
     if (given.size() > 1) {
       problem(
           at + ".source",
@@ -628,8 +631,160 @@ final class ConfigConverter {
     if (s.webhook != null) {
       return webhook(s.webhook, at + ".source.webhook");
     }
+    if (s.nats != null) {
+      return nats(s.nats, at + ".source.nats");
+    }
     problem(at + ".source", "needs a source: source.webhook.path (e.g. /hooks/shop/orders)");
     return null;
+  }
+
+  private @Nullable NatsSourceSettings nats(IdemProperties.NatsSourceProperties n, String at) {
+    int before = problems.size();
+    if (n.stream == null) {
+      problem(at + ".stream", "is required; name the JetStream stream to consume (e.g. ORDERS)");
+    }
+    if (n.durable == null) {
+      problem(at + ".durable", "is required; name the durable consumer (e.g. idem-orders)");
+    }
+    Duration ackWait =
+        duration(
+            n.ackWait, at + ".ack_wait", NatsSourceSettings.DEFAULT_ACK_WAIT, Duration.ofHours(12));
+    Duration backoff =
+        duration(
+            n.backoff, at + ".backoff", NatsSourceSettings.DEFAULT_BACKOFF, Duration.ofHours(1));
+    Duration maxBackoff =
+        duration(
+            n.maxBackoff,
+            at + ".max_backoff",
+            backoff != null && n.maxBackoff == null && n.backoff != null
+                ? max(backoff, NatsSourceSettings.DEFAULT_MAX_BACKOFF)
+                : NatsSourceSettings.DEFAULT_MAX_BACKOFF,
+            Duration.ofHours(1));
+    Long maxBody =
+        n.maxBody == null
+            ? Long.valueOf(NatsSourceSettings.DEFAULT_MAX_BODY)
+            : orNull(
+                () -> DataSizes.parse(n.maxBody, NatsSourceSettings.MAX_MAX_BODY),
+                at + ".max_body");
+    if (problems.size() > before
+        || ackWait == null
+        || backoff == null
+        || maxBackoff == null
+        || maxBody == null) {
+      return null;
+    }
+    String url = n.url == null ? NatsSourceSettings.DEFAULT_URL : n.url.trim();
+    int batch = n.batch == null ? NatsSourceSettings.DEFAULT_BATCH : n.batch;
+    long maxDeliver = n.maxDeliver == null ? -1 : n.maxDeliver;
+    int attempts = n.maxAttempts == null ? NatsSourceSettings.DEFAULT_MAX_ATTEMPTS : n.maxAttempts;
+    int depth = n.maxDepth == null ? NatsSourceSettings.DEFAULT_MAX_DEPTH : n.maxDepth;
+    long body = maxBody;
+    // Each field checked against the defaults of the others, so the problem names its line.
+    NatsSourceSettings d = NatsSourceSettings.of(NatsSourceSettings.DEFAULT_URL, "s", "d", null);
+    boolean ok = true;
+    ok &= natsField(() -> NatsSourceSettings.checkUrl(url), at + ".url");
+    ok &= natsField(() -> NatsSourceSettings.of(d.url(), n.stream, "d", null), at + ".stream");
+    ok &= natsField(() -> NatsSourceSettings.of(d.url(), "s", n.durable, null), at + ".durable");
+    ok &= natsField(() -> NatsSourceSettings.of(d.url(), "s", "d", n.subject), at + ".subject");
+    ok &=
+        natsField(
+            () -> withNumbers(d, batch, ackWait, -1, 1, null, d.backoff(), d.maxBackoff(), 1, 1),
+            n.batch != null ? at + ".batch" : at + ".ack_wait");
+    ok &=
+        natsField(
+            () ->
+                withNumbers(
+                    d,
+                    1,
+                    d.ackWait(),
+                    maxDeliver,
+                    attempts,
+                    null,
+                    d.backoff(),
+                    d.maxBackoff(),
+                    1,
+                    1),
+            n.maxAttempts != null ? at + ".max_attempts" : at + ".max_deliver");
+    ok &=
+        natsField(
+            () ->
+                withNumbers(
+                    d, 1, d.ackWait(), -1, 1, n.deadLetter, d.backoff(), d.maxBackoff(), 1, 1),
+            at + ".dead_letter");
+    ok &=
+        natsField(
+            () -> withNumbers(d, 1, d.ackWait(), -1, 1, null, backoff, maxBackoff, 1, 1),
+            n.maxBackoff != null ? at + ".max_backoff" : at + ".backoff");
+    ok &=
+        natsField(
+            () ->
+                withNumbers(
+                    d, 1, d.ackWait(), -1, 1, null, d.backoff(), d.maxBackoff(), body, depth),
+            n.maxDepth != null ? at + ".max_depth" : at + ".max_body");
+    if (!ok) {
+      return null;
+    }
+    return orNull(
+        () ->
+            new NatsSourceSettings(
+                url,
+                n.stream,
+                n.durable,
+                n.subject,
+                batch,
+                ackWait,
+                maxDeliver,
+                attempts,
+                n.deadLetter,
+                backoff,
+                maxBackoff,
+                body,
+                depth),
+        at);
+  }
+
+  private static NatsSourceSettings withNumbers(
+      NatsSourceSettings d,
+      int batch,
+      Duration ackWait,
+      long maxDeliver,
+      int attempts,
+      @Nullable String deadLetter,
+      Duration backoff,
+      Duration maxBackoff,
+      long maxBody,
+      int maxDepth) {
+    return new NatsSourceSettings(
+        d.url(),
+        d.stream(),
+        d.durable(),
+        null,
+        batch,
+        ackWait,
+        maxDeliver,
+        attempts,
+        deadLetter,
+        backoff,
+        maxBackoff,
+        maxBody,
+        maxDepth);
+  }
+
+  /** Runs a check; its problem is reported at {@code path}, without repeating the field name. */
+  private boolean natsField(Runnable check, String path) {
+    try {
+      check.run();
+      return true;
+    } catch (IdemConfigException e) {
+      String field = path.substring(path.lastIndexOf('.') + 1);
+      String m = String.valueOf(e.getMessage());
+      problem(path, m.startsWith(field + ": ") ? m.substring(field.length() + 2) : m);
+      return false;
+    }
+  }
+
+  private static Duration max(Duration a, Duration b) {
+    return a.compareTo(b) >= 0 ? a : b;
   }
 
   private @Nullable WebhookSettings webhook(WebhookProperties w, String at) {
@@ -940,7 +1095,7 @@ final class ConfigConverter {
     int before = problems.size();
     DeliveryMode mode = enumValue(d.mode, DeliveryMode.values(), at + ".mode", DeliveryMode.SYNC);
     List<String> sinks = new ArrayList<>();
-    for (String s : new String[] {"http", "file", "stdout", "jdbc"}) {
+    for (String s : new String[] {"http", "file", "stdout", "jdbc", "nats"}) {
       if (doc.has(at + "." + s)) {
         sinks.add(s);
       }
@@ -954,7 +1109,7 @@ final class ConfigConverter {
               : Integer.compare(la.column(), lb.column());
         });
     if (sinks.isEmpty()) {
-      problem(at, "needs one sink: http, file, stdout or jdbc (e.g. stdout: {})");
+      problem(at, "needs one sink: http, file, stdout, jdbc or nats (e.g. stdout: {})");
       return null;
     }
     if (sinks.size() > 1) {
@@ -972,6 +1127,8 @@ final class ConfigConverter {
                   ? missing(at + ".file", "path")
                   : file(d.file.path, at + ".file.path");
           case "stdout" -> new SinkSettings.Stdout();
+          case "nats" ->
+              d.nats == null ? missing(at + ".nats", "subject") : nats(d.nats, at + ".nats");
           default -> d.jdbc == null ? missing(at + ".jdbc", "url") : jdbc(d.jdbc, at + ".jdbc");
         };
     Integer retries = d.retries;
@@ -1068,6 +1225,33 @@ final class ConfigConverter {
   private @Nullable SinkSettings file(String path, String at) {
     Path p = toPath(path, at);
     return p == null ? null : new SinkSettings.File(p);
+  }
+
+  private @Nullable SinkSettings nats(IdemProperties.NatsSinkProperties n, String at) {
+    if (n.subject == null) {
+      return missing(at, "subject");
+    }
+    Duration timeout =
+        duration(
+            n.timeout,
+            at + ".timeout",
+            SinkSettings.Nats.DEFAULT_TIMEOUT,
+            SinkSettings.Http.MAX_TIMEOUT);
+    if (timeout == null) {
+      return null;
+    }
+    String url = n.url == null ? NatsSourceSettings.DEFAULT_URL : n.url.trim();
+    if (!natsField(() -> NatsSourceSettings.checkUrl(url), at + ".url")) {
+      return null;
+    }
+    String field =
+        n.stream != null && !n.stream.matches("[A-Za-z0-9_-]+")
+            ? at + ".stream"
+            : n.timeout != null && timeout.toMillis() < 1 ? at + ".timeout" : at + ".subject";
+    SinkSettings[] made = new SinkSettings[1];
+    boolean ok =
+        natsField(() -> made[0] = new SinkSettings.Nats(url, n.subject, n.stream, timeout), field);
+    return ok ? made[0] : null;
   }
 
   private @Nullable SinkSettings jdbc(IdemProperties.JdbcProperties j, String at) {

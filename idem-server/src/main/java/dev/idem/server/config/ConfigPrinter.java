@@ -241,6 +241,15 @@ public final class ConfigPrinter {
         jm.put("password", Masking.MASK);
       }
       dv.put("jdbc", jm);
+    } else if (sink instanceof SinkSettings.Nats n) {
+      Map<String, Object> nm = new LinkedHashMap<>();
+      nm.put("url", Masking.url(n.url()));
+      nm.put("subject", n.subject());
+      if (n.stream() != null) {
+        nm.put("stream", n.stream());
+      }
+      nm.put("timeout", Durations.format(n.timeout()));
+      dv.put("nats", nm);
     } else {
       dv.put("stdout", Map.of());
     }

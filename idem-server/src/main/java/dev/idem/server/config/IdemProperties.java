@@ -177,6 +177,54 @@ public final class IdemProperties {
 
     /** {@code webhook}. */
     public @Nullable WebhookProperties webhook;
+
+    /** {@code nats}. */
+    public @Nullable NatsSourceProperties nats;
+  }
+
+  /** {@code source.nats}. */
+  public static final class NatsSourceProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public NatsSourceProperties() {}
+
+    /** {@code url}. */
+    public @Nullable String url;
+
+    /** {@code stream}. */
+    public @Nullable String stream;
+
+    /** {@code durable}. */
+    public @Nullable String durable;
+
+    /** {@code subject}. */
+    public @Nullable String subject;
+
+    /** {@code batch}. */
+    public @Nullable Integer batch;
+
+    /** {@code ack_wait}. */
+    public @Nullable String ackWait;
+
+    /** {@code max_deliver}. */
+    public @Nullable Long maxDeliver;
+
+    /** {@code max_attempts}. */
+    public @Nullable Integer maxAttempts;
+
+    /** {@code dead_letter}: a subject. */
+    public @Nullable String deadLetter;
+
+    /** {@code backoff}. */
+    public @Nullable String backoff;
+
+    /** {@code max_backoff}. */
+    public @Nullable String maxBackoff;
+
+    /** {@code max_body}. */
+    public @Nullable String maxBody;
+
+    /** {@code max_depth}. */
+    public @Nullable Integer maxDepth;
   }
 
   /** {@code source.webhook}. */
@@ -351,6 +399,27 @@ public final class IdemProperties {
 
     /** {@code jdbc}. */
     public @Nullable JdbcProperties jdbc;
+
+    /** {@code nats}. */
+    public @Nullable NatsSinkProperties nats;
+  }
+
+  /** {@code deliver.nats}. */
+  public static final class NatsSinkProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public NatsSinkProperties() {}
+
+    /** {@code url}. */
+    public @Nullable String url;
+
+    /** {@code subject}. */
+    public @Nullable String subject;
+
+    /** {@code stream}. */
+    public @Nullable String stream;
+
+    /** {@code timeout}. */
+    public @Nullable String timeout;
   }
 
   /** {@code deliver.http}. */
