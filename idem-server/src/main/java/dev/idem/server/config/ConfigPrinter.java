@@ -212,6 +212,13 @@ public final class ConfigPrinter {
         jm.put("password", Masking.MASK);
       }
       dv.put("jdbc", jm);
+    } else if (sink instanceof SinkSettings.RabbitMq q) {
+      Map<String, Object> qm = new LinkedHashMap<>();
+      qm.put("uri", Masking.url(q.uri().toString()));
+      qm.put("exchange", q.exchange());
+      qm.put("routing_key", q.routingKey());
+      qm.put("timeout", Durations.format(q.timeout()));
+      dv.put("rabbitmq", qm);
     } else {
       dv.put("stdout", Map.of());
     }
