@@ -161,6 +161,24 @@ public record RabbitMqSourceSettings(
     }
   }
 
+  /**
+   * Returns the virtual host a URI names. As the AMQP URI spec has it, the path after the first
+   * {@code /} is the virtual host, URL-decoded; except that Idem reads a bare trailing {@code /}
+   * ({@code amqp://host:5672/}) as the default virtual host {@code /}, not the empty name nobody
+   * uses.
+   *
+   * @param uri an AMQP URI
+   * @return the virtual host
+   */
+  public static String virtualHost(URI uri) {
+    String path = uri.getRawPath();
+    if (path == null || path.isEmpty() || path.equals("/")) {
+      return "/";
+    }
+    return java.net.URLDecoder.decode(
+        path.substring(1).replace("+", "%2B"), java.nio.charset.StandardCharsets.UTF_8);
+  }
+
   @Override
   public String type() {
     return "rabbitmq";

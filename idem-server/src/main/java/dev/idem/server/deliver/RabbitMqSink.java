@@ -58,6 +58,7 @@ final class RabbitMqSink implements Sink {
     this.factory = new ConnectionFactory();
     try {
       factory.setUri(uri);
+      factory.setVirtualHost(dev.idem.server.config.RabbitMqSourceSettings.virtualHost(uri));
     } catch (Exception e) {
       throw new IdemConfigException(
           "deliver.rabbitmq.uri: '" + Masking.url(uri.toString()) + "' is not usable: " + e);

@@ -121,6 +121,7 @@ public final class RabbitMqSource implements EventSource {
     ConnectionFactory factory = new ConnectionFactory();
     try {
       factory.setUri(settings.uri());
+      factory.setVirtualHost(RabbitMqSourceSettings.virtualHost(settings.uri()));
     } catch (Exception e) {
       throw new IdemException(
           "pipeline " + pipeline.id() + ": source.rabbitmq.uri is not usable: " + e.getMessage());
@@ -430,8 +431,8 @@ public final class RabbitMqSource implements EventSource {
             anyRetried = true;
           }
         } else {
-          if (o instanceof Outcome.Unavailable u && LOG.isInfoEnabled()) {
-            LOG.info(
+          if (o instanceof Outcome.Unavailable u && LOG.isDebugEnabled()) {
+            LOG.debug(
                 "rabbitmq source pipeline={} queue={} delivery_tag={} redelivered={}: {} ({}); not"
                     + " acknowledged, put back after a delay",
                 pipeline.id(),
