@@ -601,12 +601,16 @@ final class ConfigConverter {
       problem(at, "'" + Masking.url(text) + "' is not a URI: " + e.getReason());
       return null;
     }
-    return orNull(
-        () -> {
-          RabbitMqSourceSettings.checkUri(uri);
-          return uri;
-        },
-        at);
+    String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
+    if (!scheme.equals("amqp") && !scheme.equals("amqps") || uri.getHost() == null) {
+      problem(
+          at,
+          "'"
+              + Masking.url(text)
+              + "' is not an AMQP URI (e.g. amqp://guest:guest@127.0.0.1:5672/)");
+      return null;
+    }
+    return uri;
   }
 
   private @Nullable WebhookSettings webhook(WebhookProperties w, String at) {
