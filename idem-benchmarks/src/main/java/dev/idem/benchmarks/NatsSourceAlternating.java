@@ -41,8 +41,9 @@ import java.util.concurrent.CompletableFuture;
  * is given) against a bare pull consumer on the same client (jnats), server, batch size and ack
  * mode (explicit, one ack per message) that does no dedup, alternating in one run. Each round and
  * each contender gets a fresh memory stream with the same {@code MESSAGES} messages (unique {@code
- * Nats-Msg-Id}, 100-byte JSON bodies) and consumes all of them (Redis keys expire after 2 minutes); the figure is messages per second
- * from the consumer's start to the last ack. Idem delivers to a sink that does nothing.
+ * Nats-Msg-Id}, 100-byte JSON bodies) and consumes all of them (Redis keys expire after 2 minutes);
+ * the figure is messages per second from the consumer's start to the last ack. Idem delivers to a
+ * sink that does nothing.
  *
  * <p>Run: {@code java -cp idem-server/target/idem.jar:idem-benchmarks/target/classes
  * dev.idem.benchmarks.NatsSourceAlternating NATS_URL MESSAGES ROUNDS BATCH [REDIS_URL]}, e.g.

@@ -622,6 +622,9 @@ final class ConfigConverter {
     if (s.nats != null) {
       given.add("nats");
     }
+    if (s.rabbitmq != null) {
+      given.add("rabbitmq");
+    }
     if (given.size() > 1) {
       problem(
           at + ".source",
@@ -634,8 +637,102 @@ final class ConfigConverter {
     if (s.nats != null) {
       return nats(s.nats, at + ".source.nats");
     }
+    if (s.rabbitmq != null) {
+      return rabbitmq(s.rabbitmq, at + ".source.rabbitmq");
+    }
     problem(at + ".source", "needs a source: source.webhook.path (e.g. /hooks/shop/orders)");
     return null;
+  }
+
+  private @Nullable RabbitMqSourceSettings rabbitmq(
+      IdemProperties.RabbitMqProperties r, String at) {
+    int before = problems.size();
+    URI uri = amqpUri(r.uri, at + ".uri");
+    if (r.queue == null) {
+      problem(at + ".queue", "is required; name the queue to consume (e.g. queue: orders)");
+    }
+    int prefetch = r.prefetch == null ? RabbitMqSourceSettings.DEFAULT_PREFETCH : r.prefetch;
+    int consumers =
+        r.consumers == null ? RabbitMqSourceSettings.defaultConsumers(prefetch) : r.consumers;
+    int attempts =
+        r.maxAttempts == null ? RabbitMqSourceSettings.DEFAULT_MAX_ATTEMPTS : r.maxAttempts;
+    Duration delay =
+        duration(
+            r.requeueDelay,
+            at + ".requeue_delay",
+            RabbitMqSourceSettings.DEFAULT_REQUEUE_DELAY,
+            RabbitMqSourceSettings.MAX_DELAY);
+    Duration maxDelay =
+        duration(
+            r.maxRequeueDelay,
+            at + ".max_requeue_delay",
+            RabbitMqSourceSettings.DEFAULT_MAX_REQUEUE_DELAY,
+            RabbitMqSourceSettings.MAX_DELAY);
+    Long maxBody =
+        r.maxBody == null
+            ? Long.valueOf(WebhookSettings.DEFAULT_MAX_BODY)
+            : orNull(
+                () -> DataSizes.parse(r.maxBody, WebhookSettings.MAX_MAX_BODY), at + ".max_body");
+    int maxDepth = r.maxDepth == null ? WebhookSettings.DEFAULT_MAX_DEPTH : r.maxDepth;
+    if (problems.size() > before
+        || uri == null
+        || r.queue == null
+        || delay == null
+        || maxDelay == null
+        || maxBody == null) {
+      return null;
+    }
+    if (r.requeueDelay != null && r.maxRequeueDelay == null && maxDelay.compareTo(delay) < 0) {
+      maxDelay = delay;
+    }
+    String field =
+        r.prefetch != null && (prefetch < 1 || prefetch > RabbitMqSourceSettings.MAX_PREFETCH)
+            ? ".prefetch"
+            : r.consumers != null
+                    && (consumers < 1 || consumers > RabbitMqSourceSettings.MAX_CONSUMERS)
+                ? ".consumers"
+                : r.maxAttempts != null && (attempts < 1 || attempts > 1000)
+                    ? ".max_attempts"
+                    : maxDelay.compareTo(delay) < 0
+                        ? ".max_requeue_delay"
+                        : r.maxDepth != null && (maxDepth < 1 || maxDepth > MAX_DEPTH_LIMIT)
+                            ? ".max_depth"
+                            : ".queue";
+    Duration d = delay;
+    Duration md = maxDelay;
+    long mb = maxBody;
+    return orNull(
+        () ->
+            new RabbitMqSourceSettings(
+                uri, r.queue, prefetch, consumers, attempts, d, md, mb, maxDepth),
+        at + field);
+  }
+
+  private static final int MAX_DEPTH_LIMIT = SourceSettings.MAX_MAX_DEPTH;
+
+  /** An {@code amqp://} URI, or null after a problem. */
+  private @Nullable URI amqpUri(@Nullable String text, String at) {
+    if (text == null) {
+      problem(at, "is required (e.g. uri: amqp://guest:guest@127.0.0.1:5672/)");
+      return null;
+    }
+    URI uri;
+    try {
+      uri = new URI(text.trim());
+    } catch (URISyntaxException e) {
+      problem(at, "'" + Masking.url(text) + "' is not a URI: " + e.getReason());
+      return null;
+    }
+    String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
+    if (!scheme.equals("amqp") && !scheme.equals("amqps") || uri.getHost() == null) {
+      problem(
+          at,
+          "'"
+              + Masking.url(text)
+              + "' is not an AMQP URI (e.g. amqp://guest:guest@127.0.0.1:5672/)");
+      return null;
+    }
+    return uri;
   }
 
   private @Nullable NatsSourceSettings nats(IdemProperties.NatsSourceProperties n, String at) {
@@ -1095,7 +1192,7 @@ final class ConfigConverter {
     int before = problems.size();
     DeliveryMode mode = enumValue(d.mode, DeliveryMode.values(), at + ".mode", DeliveryMode.SYNC);
     List<String> sinks = new ArrayList<>();
-    for (String s : new String[] {"http", "file", "stdout", "jdbc", "nats"}) {
+    for (String s : new String[] {"http", "file", "stdout", "jdbc", "nats", "rabbitmq"}) {
       if (doc.has(at + "." + s)) {
         sinks.add(s);
       }
@@ -1109,7 +1206,7 @@ final class ConfigConverter {
               : Integer.compare(la.column(), lb.column());
         });
     if (sinks.isEmpty()) {
-      problem(at, "needs one sink: http, file, stdout, jdbc or nats (e.g. stdout: {})");
+      problem(at, "needs one sink: http, file, stdout, jdbc, nats or rabbitmq (e.g. stdout: {})");
       return null;
     }
     if (sinks.size() > 1) {
@@ -1129,6 +1226,10 @@ final class ConfigConverter {
           case "stdout" -> new SinkSettings.Stdout();
           case "nats" ->
               d.nats == null ? missing(at + ".nats", "subject") : nats(d.nats, at + ".nats");
+          case "rabbitmq" ->
+              d.rabbitmq == null
+                  ? missing(at + ".rabbitmq", "uri")
+                  : rabbitmqSink(d.rabbitmq, at + ".rabbitmq");
           default -> d.jdbc == null ? missing(at + ".jdbc", "url") : jdbc(d.jdbc, at + ".jdbc");
         };
     Integer retries = d.retries;
@@ -1220,6 +1321,24 @@ final class ConfigConverter {
         headerProblem
             ? at + ".headers"
             : h.timeout != null && timeout.toMillis() < 1 ? at + ".timeout" : at + ".url");
+  }
+
+  private @Nullable SinkSettings rabbitmqSink(IdemProperties.RabbitMqSinkProperties r, String at) {
+    URI uri = amqpUri(r.uri, at + ".uri");
+    Duration timeout =
+        duration(
+            r.timeout,
+            at + ".timeout",
+            SinkSettings.RabbitMq.DEFAULT_TIMEOUT,
+            SinkSettings.Http.MAX_TIMEOUT);
+    if (uri == null || timeout == null) {
+      return null;
+    }
+    String exchange = r.exchange == null ? "" : r.exchange;
+    String routingKey = r.routingKey == null ? "" : r.routingKey;
+    return orNull(
+        () -> new SinkSettings.RabbitMq(uri, exchange, routingKey, timeout),
+        r.timeout != null && timeout.toMillis() < 1 ? at + ".timeout" : at + ".routing_key");
   }
 
   private @Nullable SinkSettings file(String path, String at) {

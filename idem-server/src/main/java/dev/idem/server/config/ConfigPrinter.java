@@ -250,6 +250,13 @@ public final class ConfigPrinter {
       }
       nm.put("timeout", Durations.format(n.timeout()));
       dv.put("nats", nm);
+    } else if (sink instanceof SinkSettings.RabbitMq q) {
+      Map<String, Object> qm = new LinkedHashMap<>();
+      qm.put("uri", Masking.url(q.uri().toString()));
+      qm.put("exchange", q.exchange());
+      qm.put("routing_key", q.routingKey());
+      qm.put("timeout", Durations.format(q.timeout()));
+      dv.put("rabbitmq", qm);
     } else {
       dv.put("stdout", Map.of());
     }

@@ -180,6 +180,42 @@ public final class IdemProperties {
 
     /** {@code nats}. */
     public @Nullable NatsSourceProperties nats;
+
+    /** {@code rabbitmq}. */
+    public @Nullable RabbitMqProperties rabbitmq;
+  }
+
+  /** {@code source.rabbitmq}. */
+  public static final class RabbitMqProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public RabbitMqProperties() {}
+
+    /** {@code uri}. */
+    public @Nullable String uri;
+
+    /** {@code queue}. */
+    public @Nullable String queue;
+
+    /** {@code prefetch}. */
+    public @Nullable Integer prefetch;
+
+    /** {@code consumers}. */
+    public @Nullable Integer consumers;
+
+    /** {@code max_attempts}. */
+    public @Nullable Integer maxAttempts;
+
+    /** {@code requeue_delay}. */
+    public @Nullable String requeueDelay;
+
+    /** {@code max_requeue_delay}. */
+    public @Nullable String maxRequeueDelay;
+
+    /** {@code max_body}. */
+    public @Nullable String maxBody;
+
+    /** {@code max_depth}. */
+    public @Nullable Integer maxDepth;
   }
 
   /** {@code source.nats}. */
@@ -402,6 +438,27 @@ public final class IdemProperties {
 
     /** {@code nats}. */
     public @Nullable NatsSinkProperties nats;
+
+    /** {@code rabbitmq}. */
+    public @Nullable RabbitMqSinkProperties rabbitmq;
+  }
+
+  /** {@code deliver.rabbitmq}. */
+  public static final class RabbitMqSinkProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public RabbitMqSinkProperties() {}
+
+    /** {@code uri}. */
+    public @Nullable String uri;
+
+    /** {@code exchange}. */
+    public @Nullable String exchange;
+
+    /** {@code routing_key}. */
+    public @Nullable String routingKey;
+
+    /** {@code timeout}. */
+    public @Nullable String timeout;
   }
 
   /** {@code deliver.nats}. */

@@ -12,14 +12,15 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Where a pipeline delivers: exactly one of {@code http}, {@code file}, {@code stdout}, {@code
- * jdbc}, {@code nats}.
+ * jdbc}, {@code nats}, {@code rabbitmq}.
  */
 public sealed interface SinkSettings
     permits SinkSettings.Http,
         SinkSettings.File,
         SinkSettings.Stdout,
         SinkSettings.Jdbc,
-        SinkSettings.Nats {
+        SinkSettings.Nats,
+        SinkSettings.RabbitMq {
 
   /**
    * {@code deliver.http}: POST each event as JSON.
@@ -170,6 +171,60 @@ public sealed interface SinkSettings
           + ", subject="
           + subject
           + (stream == null ? "" : ", stream=" + stream)
+          + ", timeout="
+          + timeout
+          + "]";
+    }
+  }
+
+  /**
+   * {@code deliver.rabbitmq}: publish each event to an exchange, persistent, with publisher
+   * confirms; a delivery counts only once the broker confirmed it.
+   *
+   * @param uri the broker, {@code amqp://user:password@host:5672/vhost}
+   * @param exchange the exchange; empty for the default exchange (routing key = queue name)
+   * @param routingKey the routing key
+   * @param timeout how long to wait for the broker's confirm per attempt
+   */
+  record RabbitMq(URI uri, String exchange, String routingKey, Duration timeout)
+      implements SinkSettings {
+    /** The default confirm timeout: 10 seconds. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
+
+    /**
+     * Validates the fields.
+     *
+     * @throws IdemConfigException naming the field
+     */
+    public RabbitMq {
+      Objects.requireNonNull(uri, "uri");
+      Objects.requireNonNull(exchange, "exchange");
+      Objects.requireNonNull(routingKey, "routingKey");
+      Objects.requireNonNull(timeout, "timeout");
+      RabbitMqSourceSettings.checkUri(uri);
+      if (exchange.isEmpty() && routingKey.isEmpty()) {
+        throw new IdemConfigException(
+            "routing_key is required with the default exchange (exchange: \"\"): name the queue"
+                + " (e.g. routing_key: orders), or give an exchange");
+      }
+      if (exchange.length() > 255 || routingKey.length() > 255) {
+        throw new IdemConfigException("exchange and routing_key are at most 255 characters");
+      }
+      if (timeout.toMillis() < 1 || timeout.compareTo(Http.MAX_TIMEOUT) > 0) {
+        throw new IdemConfigException(
+            "timeout must be from 1ms to 10m, got " + Durations.format(timeout));
+      }
+    }
+
+    /** Hides the password in the URI. */
+    @Override
+    public String toString() {
+      return "RabbitMq[uri="
+          + Masking.url(uri.toString())
+          + ", exchange="
+          + exchange
+          + ", routingKey="
+          + routingKey
           + ", timeout="
           + timeout
           + "]";

@@ -96,4 +96,21 @@ public final class Sinks {
       Duration timeout) {
     return new NatsSink(url, subject, stream, timeout);
   }
+
+  /**
+   * A sink that publishes each event to a RabbitMQ exchange, persistent and mandatory, with {@code
+   * message_id} and header {@code Idempotency-Key} set to the event's idempotency key; a delivery
+   * counts only once the broker confirmed it (publisher confirms). Connects on the first delivery.
+   *
+   * @param uri the broker, {@code amqp://user:password@host:5672/vhost}
+   * @param exchange the exchange, empty for the default exchange
+   * @param routingKey the routing key (the queue name with the default exchange)
+   * @param timeout how long one attempt waits for the broker's confirm
+   * @return the sink
+   * @throws IdemConfigException if the URI is not usable
+   */
+  public static Sink rabbitmq(
+      java.net.URI uri, String exchange, String routingKey, java.time.Duration timeout) {
+    return new RabbitMqSink(uri, exchange, routingKey, timeout);
+  }
 }

@@ -3,10 +3,12 @@ package dev.idem.server.source;
 import dev.idem.IdemConfigException;
 import dev.idem.TimeSource;
 import dev.idem.server.config.NatsSourceSettings;
+import dev.idem.server.config.RabbitMqSourceSettings;
 import dev.idem.server.config.SourceSettings;
 import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.pipeline.Pipeline;
 import dev.idem.server.source.nats.NatsSource;
+import dev.idem.server.source.rabbitmq.RabbitMqSource;
 
 /** Opens the pulling source of a pipeline from its settings. */
 public final class Sources {
@@ -32,6 +34,9 @@ public final class Sources {
   public static EventSource open(SourceSettings settings, Pipeline pipeline, Context context) {
     if (settings instanceof NatsSourceSettings s) {
       return new NatsSource(s, pipeline, SourceMeters.of(context, "nats"));
+    }
+    if (settings instanceof RabbitMqSourceSettings s) {
+      return new RabbitMqSource(s, pipeline, context);
     }
     throw new IdemConfigException(
         "source." + settings.type() + " is not a source this build can run");
