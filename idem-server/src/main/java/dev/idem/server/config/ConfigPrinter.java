@@ -212,6 +212,18 @@ public final class ConfigPrinter {
         jm.put("password", Masking.MASK);
       }
       dv.put("jdbc", jm);
+    } else if (sink instanceof SinkSettings.Kafka k) {
+      Map<String, Object> km = new LinkedHashMap<>();
+      km.put("bootstrap", k.bootstrap());
+      km.put("topic", k.topic());
+      if (k.key() != null) {
+        km.put("key", k.key());
+      }
+      km.put("timeout", Durations.format(k.timeout()));
+      if (!k.properties().isEmpty()) {
+        km.put("properties", KafkaSourceSettings.maskedProperties(k.properties()));
+      }
+      dv.put("kafka", km);
     } else {
       dv.put("stdout", Map.of());
     }
