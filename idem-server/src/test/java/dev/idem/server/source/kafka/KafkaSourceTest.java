@@ -193,13 +193,15 @@ class KafkaSourceTest {
     String yaml =
         """
         server: { host: 127.0.0.1, port: 0 }
-        store: { type: redis, url: "redis://127.0.0.1:%d", timeout: 300ms, reconnect_delay: 100ms }
+        store: { type: redis, url: "redis://127.0.0.1:%d", timeout: 1s, reconnect_delay: 100ms }
         pipelines:
           - id: orders
             source:
               kafka: { bootstrap: "%s", topics: [%s], group: g3, on_bad_record: log_and_skip,
                        backoff: 100ms, max_backoff: 500ms }
-            dedup: { key: header("X-Order-Id"), window: 1h }
+            # A reserve that timed out on the client may have landed: its key is in flight until
+            # the lease runs out, so a short lease keeps the test short.
+            dedup: { key: header("X-Order-Id"), window: 1h, lease: 2s }
             deliver: { file: { path: "%s" } }
         """
             .formatted(port, kafka.bootstrapServers(), topic, out);
