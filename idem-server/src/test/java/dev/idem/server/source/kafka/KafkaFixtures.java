@@ -57,6 +57,36 @@ final class KafkaFixtures {
     }
   }
 
+  /**
+   * A producer that is not idempotent: right after a fresh broker's start an idempotent producer
+   * can stick on OUT_OF_ORDER_SEQUENCE_NUMBER after a leader change; the tests' own writes need no
+   * idempotence (a repeated record is one more duplicate for the pipeline).
+   */
+  static KafkaProducer<String, String> plainProducer(String bootstrap) {
+    Map<String, Object> c = new HashMap<>();
+    c.put("bootstrap.servers", bootstrap);
+    c.put("acks", "all");
+    c.put("enable.idempotence", false);
+    c.put("key.serializer", org.apache.kafka.common.serialization.StringSerializer.class);
+    c.put("value.serializer", org.apache.kafka.common.serialization.StringSerializer.class);
+    return new KafkaProducer<>(c);
+  }
+
+  /** Waits until every partition of a new topic has a leader. */
+  static void awaitLeaders(String bootstrap, String topic) throws Exception {
+    try (Admin admin = admin(bootstrap)) {
+      long until = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+      while (System.nanoTime() < until) {
+        var d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+        if (d.partitions().stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty())) {
+          return;
+        }
+        Thread.sleep(100);
+      }
+      throw new AssertionError(topic + " has no leader for every partition after 30 s");
+    }
+  }
+
   /** The group's committed offsets minus the topic's end offsets, per partition (0 = settled). */
   static long uncommitted(String bootstrap, String group, String topic) throws Exception {
     try (Admin admin = admin(bootstrap)) {

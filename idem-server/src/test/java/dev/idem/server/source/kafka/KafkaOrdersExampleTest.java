@@ -49,8 +49,10 @@ class KafkaOrdersExampleTest {
     String table = "orders_" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
     String run = UUID.randomUUID().toString().substring(0, 8); // order ids no earlier run used
     try (KafkaBroker kafka = KafkaBroker.start();
-        KafkaProducer<String, String> producer = kafka.producer()) {
+        KafkaProducer<String, String> producer =
+            KafkaFixtures.plainProducer(kafka.bootstrapServers())) {
       kafka.createTopic("orders", 3);
+      KafkaFixtures.awaitLeaders(kafka.bootstrapServers(), "orders");
       kafka.createTopic("orders.dead-letter", 1);
       Random random = new Random(4);
       List<String[]> records = new ArrayList<>();
