@@ -35,8 +35,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * max.poll.records}) and acknowledgement mode (a synchronous commit after each poll), doing no
  * dedup. The contenders run in alternating slots (bare, memory, redis, bare, ...), each slot a new
  * consumer group reading the same pre-filled topic from the start; a slot's figure is records per
- * second until its group's committed offsets reach the end of the topic. Idem delivers to {@code
- * deliver.file} on {@code /dev/null}, the cheapest sink. The first round warms up and is not
+ * second until its group's committed offsets reach the end of the topic (both include joining the
+ * group, so RECORDS should be large enough for that to vanish). Idem delivers to {@code
+ * deliver.file} on a temporary file, the cheapest sink. The first round warms up and is not
  * counted; the figure is the median of the per-round ratios to the bare slot next to them.
  *
  * <pre>
@@ -171,6 +172,22 @@ public final class KafkaSourceAlternating {
   /** Idem's source through the service, until its group has committed every offset. */
   private static void idem(
       String bootstrap, String topic, String group, int maxPoll, String redisUrl) throws Exception {
+    java.nio.file.Path out = java.nio.file.Files.createTempFile("idem-kafka-bench-", ".jsonl");
+    try {
+      runIdem(bootstrap, topic, group, maxPoll, redisUrl, out);
+    } finally {
+      java.nio.file.Files.deleteIfExists(out);
+    }
+  }
+
+  private static void runIdem(
+      String bootstrap,
+      String topic,
+      String group,
+      int maxPoll,
+      String redisUrl,
+      java.nio.file.Path out)
+      throws Exception {
     String store =
         redisUrl == null
             ? "{ type: memory }"
@@ -185,9 +202,9 @@ public final class KafkaSourceAlternating {
               kafka: { bootstrap: "%s", topics: [%s], group: %s, max_poll_records: %d,
                        on_bad_record: log_and_skip }
             dedup: { key: header("X-Order-Id"), window: 1h }
-            deliver: { file: { path: /dev/null } }
+            deliver: { file: { path: "%s" } }
         """
-            .formatted(store, bootstrap, topic, group, maxPoll);
+            .formatted(store, bootstrap, topic, group, maxPoll, out);
     IdemConfig config = ConfigLoader.parse("bench.yaml", yaml, n -> null);
     try (IdemServer server =
         IdemServer.start(
