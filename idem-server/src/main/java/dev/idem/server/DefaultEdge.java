@@ -56,6 +56,9 @@ public final class DefaultEdge implements Edge {
     if (settings instanceof SinkSettings.Nats n) {
       return Sinks.nats(n.url(), n.subject(), n.stream(), n.timeout());
     }
+    if (settings instanceof SinkSettings.Kafka k) {
+      return Sinks.kafka(k);
+    }
     if (settings instanceof SinkSettings.RabbitMq q) {
       return Sinks.rabbitmq(q.uri(), q.exchange(), q.routingKey(), q.timeout());
     }

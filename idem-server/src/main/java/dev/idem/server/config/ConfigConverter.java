@@ -625,6 +625,9 @@ final class ConfigConverter {
     if (s.rabbitmq != null) {
       given.add("rabbitmq");
     }
+    if (s.kafka != null) {
+      given.add("kafka");
+    }
     if (given.size() > 1) {
       problem(
           at + ".source",
@@ -640,8 +643,89 @@ final class ConfigConverter {
     if (s.rabbitmq != null) {
       return rabbitmq(s.rabbitmq, at + ".source.rabbitmq");
     }
+    if (s.kafka != null) {
+      return kafka(s.kafka, at + ".source.kafka");
+    }
     problem(at + ".source", "needs a source: source.webhook.path (e.g. /hooks/shop/orders)");
     return null;
+  }
+
+  private @Nullable KafkaSourceSettings kafka(IdemProperties.KafkaProperties k, String at) {
+    int before = problems.size();
+    if (k.bootstrap == null) {
+      problem(at + ".bootstrap", "is required (e.g. bootstrap: 127.0.0.1:9092)");
+    }
+    if (k.topics == null || k.topics.isEmpty()) {
+      problem(at + ".topics", "is required: the topics to consume (e.g. topics: [orders])");
+    }
+    if (k.group == null) {
+      problem(at + ".group", "is required: the consumer group id (e.g. group: ingest)");
+    }
+    KafkaSourceSettings.BadRecord onBad =
+        enumValue(
+            k.onBadRecord,
+            KafkaSourceSettings.BadRecord.values(),
+            at + ".on_bad_record",
+            KafkaSourceSettings.BadRecord.DEAD_LETTER);
+    Duration backoff =
+        duration(
+            k.backoff,
+            at + ".backoff",
+            KafkaSourceSettings.DEFAULT_BACKOFF,
+            KafkaSourceSettings.MAX_MAX_BACKOFF);
+    Duration maxBackoff =
+        duration(
+            k.maxBackoff,
+            at + ".max_backoff",
+            KafkaSourceSettings.DEFAULT_MAX_BACKOFF,
+            KafkaSourceSettings.MAX_MAX_BACKOFF);
+    Long maxBody =
+        k.maxBody == null
+            ? Long.valueOf(WebhookSettings.DEFAULT_MAX_BODY)
+            : orNull(
+                () -> DataSizes.parse(k.maxBody, WebhookSettings.MAX_MAX_BODY), at + ".max_body");
+    if (problems.size() > before
+        || onBad == null
+        || backoff == null
+        || maxBackoff == null
+        || maxBody == null) {
+      return null;
+    }
+    String field;
+    if (k.onBadRecord == null && k.deadLetterTopic == null) {
+      field = ".dead_letter_topic";
+    } else if (k.maxPollRecords != null && (k.maxPollRecords < 1 || k.maxPollRecords > 10_000)) {
+      field = ".max_poll_records";
+    } else if (k.maxAttempts != null && (k.maxAttempts < 1 || k.maxAttempts > 100)) {
+      field = ".max_attempts";
+    } else if (k.maxDepth != null) {
+      field = ".max_depth";
+    } else {
+      field = k.deadLetterTopic != null ? ".dead_letter_topic" : ".properties";
+    }
+    Duration max =
+        k.backoff != null && k.maxBackoff == null && maxBackoff.compareTo(backoff) < 0
+            ? backoff
+            : maxBackoff;
+    long mb = maxBody;
+    return orNull(
+        () ->
+            new KafkaSourceSettings(
+                k.bootstrap,
+                k.topics,
+                k.group,
+                k.maxPollRecords == null
+                    ? KafkaSourceSettings.DEFAULT_MAX_POLL_RECORDS
+                    : k.maxPollRecords,
+                onBad,
+                k.deadLetterTopic,
+                k.maxAttempts == null ? KafkaSourceSettings.DEFAULT_MAX_ATTEMPTS : k.maxAttempts,
+                backoff,
+                max,
+                mb,
+                k.maxDepth == null ? WebhookSettings.DEFAULT_MAX_DEPTH : k.maxDepth,
+                k.properties == null ? Map.of() : k.properties),
+        at + field);
   }
 
   private @Nullable RabbitMqSourceSettings rabbitmq(
@@ -1192,7 +1276,7 @@ final class ConfigConverter {
     int before = problems.size();
     DeliveryMode mode = enumValue(d.mode, DeliveryMode.values(), at + ".mode", DeliveryMode.SYNC);
     List<String> sinks = new ArrayList<>();
-    for (String s : new String[] {"http", "file", "stdout", "jdbc", "nats", "rabbitmq"}) {
+    for (String s : new String[] {"http", "file", "stdout", "jdbc", "nats", "rabbitmq", "kafka"}) {
       if (doc.has(at + "." + s)) {
         sinks.add(s);
       }
@@ -1206,7 +1290,9 @@ final class ConfigConverter {
               : Integer.compare(la.column(), lb.column());
         });
     if (sinks.isEmpty()) {
-      problem(at, "needs one sink: http, file, stdout, jdbc, nats or rabbitmq (e.g. stdout: {})");
+      problem(
+          at,
+          "needs one sink: http, file, stdout, jdbc, nats, rabbitmq or kafka (e.g. stdout: {})");
       return null;
     }
     if (sinks.size() > 1) {
@@ -1230,6 +1316,8 @@ final class ConfigConverter {
               d.rabbitmq == null
                   ? missing(at + ".rabbitmq", "uri")
                   : rabbitmqSink(d.rabbitmq, at + ".rabbitmq");
+          case "kafka" ->
+              d.kafka == null ? missing(at + ".kafka", "topic") : kafkaSink(d.kafka, at + ".kafka");
           default -> d.jdbc == null ? missing(at + ".jdbc", "url") : jdbc(d.jdbc, at + ".jdbc");
         };
     Integer retries = d.retries;
@@ -1321,6 +1409,34 @@ final class ConfigConverter {
         headerProblem
             ? at + ".headers"
             : h.timeout != null && timeout.toMillis() < 1 ? at + ".timeout" : at + ".url");
+  }
+
+  private @Nullable SinkSettings kafkaSink(IdemProperties.KafkaSinkProperties k, String at) {
+    if (k.bootstrap == null) {
+      return missing(at, "bootstrap");
+    }
+    if (k.topic == null) {
+      return missing(at, "topic");
+    }
+    Duration timeout =
+        duration(
+            k.timeout,
+            at + ".timeout",
+            SinkSettings.Kafka.DEFAULT_TIMEOUT,
+            SinkSettings.Kafka.MAX_TIMEOUT);
+    if (timeout == null) {
+      return null;
+    }
+    String field = k.key != null ? ".key" : k.properties != null ? ".properties" : ".topic";
+    return orNull(
+        () ->
+            new SinkSettings.Kafka(
+                k.bootstrap,
+                k.topic,
+                k.key,
+                timeout,
+                k.properties == null ? Map.of() : k.properties),
+        at + field);
   }
 
   private @Nullable SinkSettings rabbitmqSink(IdemProperties.RabbitMqSinkProperties r, String at) {

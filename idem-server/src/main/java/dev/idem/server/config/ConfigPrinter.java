@@ -250,6 +250,18 @@ public final class ConfigPrinter {
       }
       nm.put("timeout", Durations.format(n.timeout()));
       dv.put("nats", nm);
+    } else if (sink instanceof SinkSettings.Kafka k) {
+      Map<String, Object> km = new LinkedHashMap<>();
+      km.put("bootstrap", k.bootstrap());
+      km.put("topic", k.topic());
+      if (k.key() != null) {
+        km.put("key", k.key());
+      }
+      km.put("timeout", Durations.format(k.timeout()));
+      if (!k.properties().isEmpty()) {
+        km.put("properties", KafkaSourceSettings.maskedProperties(k.properties()));
+      }
+      dv.put("kafka", km);
     } else if (sink instanceof SinkSettings.RabbitMq q) {
       Map<String, Object> qm = new LinkedHashMap<>();
       qm.put("uri", Masking.url(q.uri().toString()));

@@ -183,6 +183,51 @@ public final class IdemProperties {
 
     /** {@code rabbitmq}. */
     public @Nullable RabbitMqProperties rabbitmq;
+
+    /** {@code kafka}. */
+    public @Nullable KafkaProperties kafka;
+  }
+
+  /** {@code source.kafka}. */
+  public static final class KafkaProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public KafkaProperties() {}
+
+    /** {@code bootstrap}. */
+    public @Nullable String bootstrap;
+
+    /** {@code topics}. */
+    public @Nullable List<String> topics;
+
+    /** {@code group}. */
+    public @Nullable String group;
+
+    /** {@code max_poll_records}. */
+    public @Nullable Integer maxPollRecords;
+
+    /** {@code on_bad_record}: dead_letter or log_and_skip. */
+    public @Nullable String onBadRecord;
+
+    /** {@code dead_letter_topic}. */
+    public @Nullable String deadLetterTopic;
+
+    /** {@code max_attempts}. */
+    public @Nullable Integer maxAttempts;
+
+    /** {@code backoff}. */
+    public @Nullable String backoff;
+
+    /** {@code max_backoff}. */
+    public @Nullable String maxBackoff;
+
+    /** {@code max_body}. */
+    public @Nullable String maxBody;
+
+    /** {@code max_depth}. */
+    public @Nullable Integer maxDepth;
+
+    /** {@code properties}: further Kafka client settings. */
+    public @Nullable Map<String, String> properties;
   }
 
   /** {@code source.rabbitmq}. */
@@ -441,6 +486,30 @@ public final class IdemProperties {
 
     /** {@code rabbitmq}. */
     public @Nullable RabbitMqSinkProperties rabbitmq;
+
+    /** {@code kafka}. */
+    public @Nullable KafkaSinkProperties kafka;
+  }
+
+  /** {@code deliver.kafka}. */
+  public static final class KafkaSinkProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public KafkaSinkProperties() {}
+
+    /** {@code bootstrap}. */
+    public @Nullable String bootstrap;
+
+    /** {@code topic}. */
+    public @Nullable String topic;
+
+    /** {@code key}: the field path of the record key. */
+    public @Nullable String key;
+
+    /** {@code timeout}. */
+    public @Nullable String timeout;
+
+    /** {@code properties}: further Kafka producer settings. */
+    public @Nullable Map<String, String> properties;
   }
 
   /** {@code deliver.rabbitmq}. */

@@ -12,7 +12,7 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Where a pipeline delivers: exactly one of {@code http}, {@code file}, {@code stdout}, {@code
- * jdbc}, {@code nats}, {@code rabbitmq}.
+ * jdbc}, {@code nats}, {@code rabbitmq}, {@code kafka}.
  */
 public sealed interface SinkSettings
     permits SinkSettings.Http,
@@ -20,7 +20,8 @@ public sealed interface SinkSettings
         SinkSettings.Stdout,
         SinkSettings.Jdbc,
         SinkSettings.Nats,
-        SinkSettings.RabbitMq {
+        SinkSettings.RabbitMq,
+        SinkSettings.Kafka {
 
   /**
    * {@code deliver.http}: POST each event as JSON.
@@ -227,6 +228,79 @@ public sealed interface SinkSettings
           + routingKey
           + ", timeout="
           + timeout
+          + "]";
+    }
+  }
+
+  /**
+   * {@code deliver.kafka}: publish each event to a topic with an idempotent producer ({@code
+   * acks=all}); a delivery counts once the broker acknowledged it.
+   *
+   * @param bootstrap the brokers, {@code host:port[,host:port...]}
+   * @param topic the topic
+   * @param key the field path ({@code a.b}) of the event whose value is the record key, or null to
+   *     use the ordering key (or no key)
+   * @param timeout how long one publish waits for the broker's acknowledgement
+   * @param properties further producer settings (e.g. {@code security.protocol})
+   */
+  record Kafka(
+      String bootstrap,
+      String topic,
+      @Nullable String key,
+      Duration timeout,
+      Map<String, String> properties)
+      implements SinkSettings {
+    /** The default timeout of a publish: 30 seconds. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(30);
+
+    /** The longest timeout of a publish: 10 minutes. */
+    public static final Duration MAX_TIMEOUT = Duration.ofMinutes(10);
+
+    /**
+     * Validates the fields.
+     *
+     * @throws IdemConfigException naming the field
+     */
+    public Kafka {
+      Objects.requireNonNull(bootstrap, "bootstrap");
+      Objects.requireNonNull(topic, "topic");
+      Objects.requireNonNull(timeout, "timeout");
+      properties = Map.copyOf(properties);
+      if (bootstrap.isBlank()) {
+        throw new IdemConfigException("bootstrap is required (e.g. bootstrap: 127.0.0.1:9092)");
+      }
+      if (!topic.matches("[A-Za-z0-9._-]{1,249}")) {
+        throw new IdemConfigException(
+            "topic: '" + topic + "' is not a Kafka topic name; use letters, digits, . _ and -");
+      }
+      if (key != null && !key.matches("[A-Za-z_$][A-Za-z0-9_$-]*(\\.[A-Za-z_$][A-Za-z0-9_$-]*)*")) {
+        throw new IdemConfigException(
+            "key: '" + key + "' is not a field path; name a field of the event (e.g. order.id)");
+      }
+      if (timeout.toMillis() < 1 || timeout.compareTo(MAX_TIMEOUT) > 0) {
+        throw new IdemConfigException(
+            "timeout must be from 1ms to 10m, got " + Durations.format(timeout));
+      }
+      for (String k : properties.keySet()) {
+        if (KafkaSourceSettings.RESERVED_PROPERTIES.contains(k)) {
+          throw new IdemConfigException(
+              "properties." + k + " is set by the sink itself; remove it");
+        }
+      }
+    }
+
+    /** Hides secret client properties. */
+    @Override
+    public String toString() {
+      return "Kafka[bootstrap="
+          + bootstrap
+          + ", topic="
+          + topic
+          + (key == null ? "" : ", key=" + key)
+          + ", timeout="
+          + timeout
+          + ", properties="
+          + KafkaSourceSettings.maskedProperties(properties)
           + "]";
     }
   }

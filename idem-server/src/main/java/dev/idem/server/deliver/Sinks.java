@@ -113,4 +113,17 @@ public final class Sinks {
       java.net.URI uri, String exchange, String routingKey, java.time.Duration timeout) {
     return new RabbitMqSink(uri, exchange, routingKey, timeout);
   }
+
+  /**
+   * A sink that publishes each event to a Kafka topic with an idempotent producer ({@code
+   * acks=all}) and the header {@code Idempotency-Key}; a delivery counts once the broker
+   * acknowledged it.
+   *
+   * @param settings the brokers, topic, key field, timeout and producer settings
+   * @return the sink
+   * @throws dev.idem.IdemException if the producer cannot start (e.g. a bad bootstrap address)
+   */
+  public static Sink kafka(dev.idem.server.config.SinkSettings.Kafka settings) {
+    return new KafkaSink(Objects.requireNonNull(settings, "settings"));
+  }
 }

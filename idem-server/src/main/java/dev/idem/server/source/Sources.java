@@ -2,11 +2,13 @@ package dev.idem.server.source;
 
 import dev.idem.IdemConfigException;
 import dev.idem.TimeSource;
+import dev.idem.server.config.KafkaSourceSettings;
 import dev.idem.server.config.NatsSourceSettings;
 import dev.idem.server.config.RabbitMqSourceSettings;
 import dev.idem.server.config.SourceSettings;
 import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.pipeline.Pipeline;
+import dev.idem.server.source.kafka.KafkaSource;
 import dev.idem.server.source.nats.NatsSource;
 import dev.idem.server.source.rabbitmq.RabbitMqSource;
 
@@ -32,6 +34,9 @@ public final class Sources {
    * @throws IdemConfigException if no source of that type exists
    */
   public static EventSource open(SourceSettings settings, Pipeline pipeline, Context context) {
+    if (settings instanceof KafkaSourceSettings s) {
+      return new KafkaSource(s, pipeline, context);
+    }
     if (settings instanceof NatsSourceSettings s) {
       return new NatsSource(s, pipeline, SourceMeters.of(context, "nats"));
     }
