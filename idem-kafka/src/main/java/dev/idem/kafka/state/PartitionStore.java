@@ -16,11 +16,14 @@ import dev.idem.spi.SettleResult;
 import dev.idem.spi.StoreCapabilities;
 import dev.idem.spi.StoredEntry;
 import java.util.Arrays;
+import java.util.List;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.jspecify.annotations.Nullable;
 import org.rocksdb.ColumnFamilyHandle;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
+import org.rocksdb.WriteBatch;
 import org.rocksdb.WriteOptions;
 
 /**
@@ -75,6 +78,22 @@ final class PartitionStore implements DedupStore {
       } else {
         db.put(cf, writes, key, value);
       }
+    } catch (RocksDBException e) {
+      throw unavailable("restore", e);
+    }
+  }
+
+  /** Applies changelog records during a restore in one write batch (no changelog write). */
+  synchronized void restoreAll(List<ConsumerRecord<byte[], byte[]>> records) {
+    try (WriteBatch batch = new WriteBatch()) {
+      for (ConsumerRecord<byte[], byte[]> r : records) {
+        if (r.value() == null) {
+          batch.delete(cf, r.key());
+        } else {
+          batch.put(cf, r.key(), r.value());
+        }
+      }
+      db.write(writes, batch);
     } catch (RocksDBException e) {
       throw unavailable("restore", e);
     }

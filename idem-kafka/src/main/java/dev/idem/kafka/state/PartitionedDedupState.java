@@ -32,6 +32,7 @@ import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -146,7 +147,8 @@ public final class PartitionedDedupState implements AutoCloseable {
     c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
     c.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
     c.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
-    c.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 10_000);
+    c.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 50_000);
+    c.putIfAbsent(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, 8 << 20);
     c.put(ConsumerConfig.CLIENT_ID_CONFIG, "idem-restore-" + config.changelogTopic());
     this.restorer = new KafkaConsumer<>(only(c, ConsumerConfig.configNames()));
   }
@@ -245,11 +247,18 @@ public final class PartitionedDedupState implements AutoCloseable {
     }
     long deadline = System.nanoTime() + budget.toNanos();
     do {
-      for (ConsumerRecord<byte[], byte[]> r : restorer.poll(Duration.ofMillis(50))) {
-        Restore restore = restoring.get(r.partition());
-        if (restore != null && r.offset() < restore.endOffset) {
-          restore.store.restore(r.key(), r.value());
-          restore.records++;
+      ConsumerRecords<byte[], byte[]> polled = restorer.poll(Duration.ofMillis(50));
+      for (TopicPartition cl : polled.partitions()) {
+        Restore restore = restoring.get(cl.partition());
+        if (restore != null) {
+          List<ConsumerRecord<byte[], byte[]>> rs = new ArrayList<>();
+          for (ConsumerRecord<byte[], byte[]> r : polled.records(cl)) {
+            if (r.offset() < restore.endOffset) {
+              rs.add(r);
+            }
+          }
+          restore.store.restoreAll(rs);
+          restore.records += rs.size();
         }
       }
       for (Restore restore : new ArrayList<>(restoring.values())) {
