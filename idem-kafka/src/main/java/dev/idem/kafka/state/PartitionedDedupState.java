@@ -40,6 +40,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.jspecify.annotations.Nullable;
@@ -575,14 +576,7 @@ public final class PartitionedDedupState implements AutoCloseable {
           throw e;
         }
       }
-      int existing =
-          admin
-              .describeTopics(List.of(config.changelogTopic()))
-              .allTopicNames()
-              .get(30, TimeUnit.SECONDS)
-              .get(config.changelogTopic())
-              .partitions()
-              .size();
+      int existing = partitionCount(admin, config.changelogTopic());
       if (existing != partitions) {
         throw new IdemConfigException(
             "changelog topic "
@@ -611,6 +605,30 @@ public final class PartitionedDedupState implements AutoCloseable {
               + " (does the input topic exist?): "
               + cause,
           cause);
+    }
+  }
+
+  /** The partition count of a topic, waiting out the moments after its creation. */
+  private static int partitionCount(Admin admin, String topic)
+      throws InterruptedException, ExecutionException, TimeoutException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (true) {
+      try {
+        return admin
+            .describeTopics(List.of(topic))
+            .allTopicNames()
+            .get(30, TimeUnit.SECONDS)
+            .get(topic)
+            .partitions()
+            .size();
+      } catch (ExecutionException e) {
+        // A topic just created is not yet known to every broker's metadata.
+        if (!(e.getCause() instanceof UnknownTopicOrPartitionException)
+            || System.nanoTime() - deadline > 0) {
+          throw e;
+        }
+        Thread.sleep(50);
+      }
     }
   }
 
