@@ -203,10 +203,9 @@ public final class PartitionedDedupState implements AutoCloseable {
 
       @Override
       public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-        List<TopicPartition> mine = input(partitions);
-        if (!mine.isEmpty()) {
-          consumer.pause(mine);
-          beginRestore(mine);
+        List<TopicPartition> started = beginRestore(input(partitions));
+        if (!started.isEmpty()) {
+          consumer.pause(started);
         }
       }
     };
@@ -415,17 +414,20 @@ public final class PartitionedDedupState implements AutoCloseable {
     return partitions.stream().filter(tp -> tp.topic().equals(config.inputTopic())).toList();
   }
 
-  private void beginRestore(List<TopicPartition> partitions) {
+  /** Starts restoring the partitions not held yet; returns those (to pause until restored). */
+  private List<TopicPartition> beginRestore(List<TopicPartition> partitions) {
     checkOpen();
+    List<TopicPartition> started = new ArrayList<>();
     List<TopicPartition> changelogs = new ArrayList<>();
     for (TopicPartition tp : partitions) {
       if (owned.containsKey(tp.partition())) {
         continue; // kept over a cooperative rebalance
       }
+      started.add(tp);
       changelogs.add(new TopicPartition(config.changelogTopic(), tp.partition()));
     }
     if (changelogs.isEmpty()) {
-      return;
+      return started;
     }
     Map<TopicPartition, Long> ends = restorer.endOffsets(changelogs);
     for (TopicPartition cl : changelogs) {
@@ -455,6 +457,7 @@ public final class PartitionedDedupState implements AutoCloseable {
         partitions,
         config.inputTopic(),
         config.changelogTopic());
+    return started;
   }
 
   private void reassignRestorer() {
