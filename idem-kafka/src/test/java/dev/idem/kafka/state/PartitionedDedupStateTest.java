@@ -1,0 +1,159 @@
+package dev.idem.kafka.state;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.idem.Decision;
+import dev.idem.DedupConfig;
+import dev.idem.Deduplicator;
+import dev.idem.IdemConfigException;
+import dev.idem.Scope;
+import dev.idem.kafka.testing.KafkaBroker;
+import dev.idem.key.KeyEncoding;
+import dev.idem.spi.KeyState;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.CloseOptions;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@link PartitionedDedupState} against a real broker, partitions assigned by hand. */
+class PartitionedDedupStateTest {
+  private static final Scope SCOPE = Scope.of("kstate-unit");
+  private static KafkaBroker kafka;
+
+  @TempDir Path dir;
+
+  @BeforeAll
+  static void broker() throws Exception {
+    kafka = KafkaBroker.start();
+  }
+
+  @AfterAll
+  static void stopBroker() throws Exception {
+    kafka.close();
+  }
+
+  private PartitionedDedupState open(String topic, String name) {
+    return PartitionedDedupState.open(
+        PartitionedStateConfig.builder(
+                topic, dir.resolve(name), Map.of("bootstrap.servers", kafka.bootstrapServers()))
+            .replicationFactor(1)
+            .build());
+  }
+
+  /** Assigns the partitions to a consumer and restores them, as a rebalance would. */
+  private static KafkaConsumer<String, String> assignAndRestore(
+      PartitionedDedupState state, List<TopicPartition> partitions) {
+    KafkaConsumer<String, String> c = kafka.consumer(KafkaBroker.uniqueTopic("g"));
+    c.assign(partitions);
+    state.rebalanceListener(c).onPartitionsAssigned(partitions);
+    assertThat(c.paused()).containsAll(partitions);
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .until(
+            () -> {
+              state.restoreSome(c, Duration.ofMillis(100));
+              return !state.isRestoring();
+            });
+    assertThat(c.paused()).isEmpty();
+    return c;
+  }
+
+  @Test
+  void aNewOwnerRestoresCommittedKeysAndDropsInFlightReleasedAndExpiredOnes() throws Exception {
+    String topic = KafkaBroker.uniqueTopic("unit");
+    kafka.createTopic(topic, 2);
+    List<TopicPartition> both = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+
+    try (PartitionedDedupState first = open(topic, "first")) {
+      KafkaConsumer<String, String> c = assignAndRestore(first, both);
+      Deduplicator p0 = Deduplicator.builder(first.store(0), SCOPE).build();
+      Deduplicator shortTtl =
+          Deduplicator.builder(first.store(0), SCOPE)
+              .config(DedupConfig.custom().ttl(Duration.ofMillis(1)).build())
+              .build();
+      Deduplicator p1 = Deduplicator.builder(first.store(1), SCOPE).build();
+      commit(p0, "committed");
+      assertThat(p0.reserve(KeyEncoding.ofString("in-flight")))
+          .isInstanceOf(Decision.Acquired.class);
+      ((Decision.Acquired) p0.reserve(KeyEncoding.ofString("released"))).reservation().release();
+      commit(shortTtl, "expired");
+      commit(p1, "other-partition");
+      first.flush();
+      c.close(CloseOptions.timeout(Duration.ofSeconds(5)));
+    }
+    Thread.sleep(5); // "expired" is past its 1 ms window
+
+    try (PartitionedDedupState second = open(topic, "second")) {
+      KafkaConsumer<String, String> c = assignAndRestore(second, both);
+      Deduplicator p0 = Deduplicator.builder(second.store(0), SCOPE).build();
+      Deduplicator p1 = Deduplicator.builder(second.store(1), SCOPE).build();
+      assertThat(p0.inspect(KeyEncoding.ofString("committed")))
+          .isInstanceOf(KeyState.Committed.class);
+      assertThat(p0.reserve(KeyEncoding.ofString("committed")))
+          .isInstanceOf(Decision.Duplicate.class);
+      assertThat(p0.inspect(KeyEncoding.ofString("in-flight"))).isEqualTo(KeyState.ABSENT);
+      assertThat(p0.inspect(KeyEncoding.ofString("released"))).isEqualTo(KeyState.ABSENT);
+      assertThat(p0.inspect(KeyEncoding.ofString("expired"))).isEqualTo(KeyState.ABSENT);
+      assertThat(p0.inspect(KeyEncoding.ofString("other-partition"))).isEqualTo(KeyState.ABSENT);
+      assertThat(p1.inspect(KeyEncoding.ofString("other-partition")))
+          .isInstanceOf(KeyState.Committed.class);
+      PartitionedDedupState.RestoreStats s0 =
+          second.restores().stream().filter(s -> s.partition() == 0).findFirst().orElseThrow();
+      assertThat(s0.entries()).isEqualTo(1);
+      assertThat(s0.dropped()).isEqualTo(2); // in flight and expired, tombstoned now
+
+      // A revoked partition's state is dropped here.
+      second.rebalanceListener(c).onPartitionsRevoked(List.of(both.get(0)));
+      assertThat(second.ownedPartitions()).containsExactly(1);
+      assertThatThrownBy(() -> second.store(0))
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("not owned");
+      assertThatThrownBy(() -> p0.inspect(KeyEncoding.ofString("committed")))
+          .isInstanceOf(IllegalStateException.class);
+      second.flush();
+      c.close(CloseOptions.timeout(Duration.ofSeconds(5)));
+    }
+
+    try (PartitionedDedupState third = open(topic, "third")) {
+      KafkaConsumer<String, String> c = assignAndRestore(third, both);
+      PartitionedDedupState.RestoreStats s0 =
+          third.restores().stream().filter(s -> s.partition() == 0).findFirst().orElseThrow();
+      // The tombstones the second owner wrote: nothing left to drop.
+      assertThat(s0.entries()).isEqualTo(1);
+      assertThat(s0.dropped()).isZero();
+      c.close(CloseOptions.timeout(Duration.ofSeconds(5)));
+    }
+  }
+
+  @Test
+  void aChangelogWithAnotherPartitionCountIsRefused() throws Exception {
+    String topic = KafkaBroker.uniqueTopic("mismatch");
+    kafka.createTopic(topic, 3);
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", kafka.bootstrapServers()))) {
+      admin
+          .createTopics(List.of(new NewTopic(topic + "-idem-changelog", 2, (short) 1)))
+          .all()
+          .get();
+    }
+    assertThatThrownBy(() -> open(topic, "x"))
+        .isInstanceOf(IdemConfigException.class)
+        .hasMessageContaining("has 2 partitions but the input topic");
+  }
+
+  private static void commit(Deduplicator d, String key) {
+    Decision decision = d.reserve(KeyEncoding.ofString(key));
+    assertThat(decision).isInstanceOf(Decision.Acquired.class);
+    ((Decision.Acquired) decision).reservation().commit();
+  }
+}
