@@ -315,6 +315,104 @@ abstract class OrderedOutboxChecks extends ContractChecks {
   }
 
   @Test
+  void concurrentAcceptsOfOneKeyNeverReachTwoClaimersAtOnce() throws Exception {
+    // given producers that accept entries of the same three ordering keys at the same time as
+    // consumers claim and acknowledge them (the clock stands still: no claim runs out)
+    OutboxStore outbox = fx.assumeOutbox();
+    int producers = 3;
+    int perProducer = 12;
+    int total = producers * perProducer;
+    Map<String, String> holding = new ConcurrentHashMap<>();
+    List<String> violations = new CopyOnWriteArrayList<>();
+    List<String> delivered = new CopyOnWriteArrayList<>();
+    AtomicInteger produced = new AtomicInteger();
+    CountDownLatch start = new CountDownLatch(1);
+    DedupKey[][] keys = new DedupKey[producers][perProducer];
+    long[][] tokens = new long[producers][perProducer];
+    for (int p = 0; p < producers; p++) {
+      for (int i = 0; i < perProducer; i++) {
+        keys[p][i] = newKey(); // the fixture's random is not thread-safe: draw here
+        tokens[p][i] = newToken();
+      }
+    }
+    ExecutorService pool = Executors.newFixedThreadPool(producers + 3);
+    try {
+      List<Future<?>> futures = new ArrayList<>();
+      for (int p = 0; p < producers; p++) {
+        int producer = p;
+        futures.add(
+            pool.submit(
+                () -> {
+                  start.await();
+                  for (int i = 0; i < perProducer; i++) {
+                    DedupKey key = keys[producer][i];
+                    long token = tokens[producer][i];
+                    String orderingKey = "k" + (i % 3);
+                    assertThat(store().reserve(reserveRequest(key, token)))
+                        .isInstanceOf(dev.idem.spi.ReserveResult.Acquired.class);
+                    assertThat(
+                            outbox.commitAndEnqueue(
+                                commitRequest(key, token, SLIDING, null),
+                                new OutboxMessage(
+                                    queue(),
+                                    key,
+                                    utf8(orderingKey + "/" + (producer * 100 + i)),
+                                    orderingKey)))
+                        .isEqualTo(SettleResult.APPLIED);
+                    produced.incrementAndGet();
+                  }
+                  return null;
+                }));
+      }
+      for (int c = 0; c < 3; c++) {
+        futures.add(
+            pool.submit(
+                () -> {
+                  start.await();
+                  int idle = 0;
+                  while (delivered.size() < total && idle < 5_000) {
+                    List<OutboxRecord> batch = outbox.claim(queue(), 4, now(), CLAIM);
+                    if (batch.isEmpty()) {
+                      idle = produced.get() < total ? 0 : idle + 1;
+                      Thread.yield();
+                      continue;
+                    }
+                    idle = 0;
+                    for (OutboxRecord r : batch) {
+                      String text = text(r);
+                      String key = text.substring(0, text.indexOf('/'));
+                      String other = holding.putIfAbsent(key, text);
+                      if (other != null) {
+                        violations.add(text + " handed out while " + other + " was held");
+                      }
+                    }
+                    for (OutboxRecord r : batch) {
+                      String text = text(r);
+                      delivered.add(text);
+                      holding.remove(text.substring(0, text.indexOf('/')), text);
+                      if (!outbox.acknowledge(r)) {
+                        violations.add("the acknowledge of " + text + " did not apply");
+                      }
+                    }
+                  }
+                  return null;
+                }));
+      }
+      start.countDown();
+      for (Future<?> f : futures) {
+        f.get(120, TimeUnit.SECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+
+    // then no key was ever held twice, and every accepted entry came out once
+    assertThat(violations).isEmpty();
+    assertThat(delivered).hasSize(total).doesNotHaveDuplicates();
+    assertThat(outbox.depth(queue())).isZero();
+  }
+
+  @Test
   void theOrderOfAKeySurvivesAReopen() {
     // given a durable store with a claimed head and a later entry of its key
     fx.assumeDurable();
