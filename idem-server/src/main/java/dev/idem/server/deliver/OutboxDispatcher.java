@@ -340,7 +340,7 @@ public final class OutboxDispatcher implements AutoCloseable {
       lock.lock();
       try {
         Entry existing = held.get(record.id());
-        if (existing != null) {
+        if (existing != null && !existing.answered) {
           // Its claim ran out while it waited here; keep the one copy, with the newer count.
           existing.record = record;
           countUnusedClaim(record.id());
@@ -488,6 +488,10 @@ public final class OutboxDispatcher implements AutoCloseable {
       lock.unlock();
     }
     long id = record.id();
+    // From here a new claim of this entry (its retry fell due before this worker released it) is
+    // a new delivery, not a copy of this one: admit takes it, and this settle is fenced off if the
+    // new claim came first.
+    entry.answered = true;
 
     if (outcome instanceof DeliveryOutcome.Delivered) {
       try {
@@ -631,7 +635,7 @@ public final class OutboxDispatcher implements AutoCloseable {
   // ---------------------------------------------------------------- bookkeeping (under lock)
 
   private void release(Entry entry) {
-    held.remove(entry.record.id());
+    held.remove(entry.record.id(), entry); // not a newer claim of the same entry
     if (starved && held.size() <= maxInFlight / 2) {
       starved = false;
       wakeUp();
@@ -750,6 +754,9 @@ public final class OutboxDispatcher implements AutoCloseable {
 
     final Delivery delivery;
     volatile boolean started;
+
+    /** The attempt is over and its outcome is being written: a new claim is a new delivery. */
+    volatile boolean answered;
 
     Entry(OutboxRecord record, Delivery delivery) {
       this.record = record;
