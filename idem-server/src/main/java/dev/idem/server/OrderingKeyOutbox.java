@@ -3,6 +3,7 @@ package dev.idem.server;
 import dev.idem.server.deliver.Delivery;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DeadLetterQuery;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.OutboxStore;
@@ -11,6 +12,8 @@ import dev.idem.spi.SettleResult;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.function.Function;
 
 /**
@@ -101,6 +104,31 @@ final class OrderingKeyOutbox implements OutboxStore {
   @Override
   public List<DeadLetter> deadLetters(String queue, int limit) {
     return delegate.deadLetters(queue, limit);
+  }
+
+  @Override
+  public List<DeadLetter> deadLetters(String queue, DeadLetterQuery query) {
+    return delegate.deadLetters(queue, query);
+  }
+
+  @Override
+  public Optional<DeadLetter> findDeadLetter(String queue, long id) {
+    return delegate.findDeadLetter(queue, id);
+  }
+
+  @Override
+  public OptionalLong requeueDeadLetter(String queue, long id, long nowMillis) {
+    return delegate.requeueDeadLetter(queue, id, nowMillis);
+  }
+
+  @Override
+  public boolean purgeDeadLetter(String queue, long id) {
+    return delegate.purgeDeadLetter(queue, id);
+  }
+
+  @Override
+  public long purgeDeadLetters(String queue) {
+    return delegate.purgeDeadLetters(queue);
   }
 
   @Override

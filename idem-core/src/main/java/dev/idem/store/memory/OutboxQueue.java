@@ -7,6 +7,7 @@ import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.PendingEntry;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -30,6 +31,10 @@ final class OutboxQueue {
   private final int deadLetterLimit;
   private final LinkedHashMap<Long, Entry> entries = new LinkedHashMap<>();
   private final ArrayDeque<DeadLetter> deadLetters = new ArrayDeque<>();
+
+  /** The ordering key a dead letter had (none: absent), for its requeue. */
+  private final HashMap<Long, String> deadOrderingKeys = new HashMap<>();
+
   private long lastId;
 
   OutboxQueue(String name, int deadLetterLimit) {
@@ -124,7 +129,10 @@ final class OutboxQueue {
     }
     Entry e = entries.remove(id);
     if (deadLetters.size() == deadLetterLimit) {
-      deadLetters.removeFirst();
+      deadOrderingKeys.remove(deadLetters.removeFirst().id());
+    }
+    if (e.orderingKey != null) {
+      deadOrderingKeys.put(e.id, e.orderingKey);
     }
     deadLetters.addLast(
         new DeadLetter(
@@ -163,14 +171,18 @@ final class OutboxQueue {
     return Optional.empty();
   }
 
-  /** Moves a dead letter back to the end of the queue, untried, under a new id. */
+  /**
+   * Moves a dead letter back to the end of the queue, untried, under a new id, with the ordering
+   * key it had: appended last, it is its key's head only if no other entry of the key waits.
+   */
   synchronized OptionalLong requeue(long id, long nowMillis) {
     for (Iterator<DeadLetter> it = deadLetters.iterator(); it.hasNext(); ) {
       DeadLetter d = it.next();
       if (d.id() == id) {
         it.remove();
         long newId = ++lastId;
-        entries.put(newId, new Entry(newId, d.key(), d.payload(), nowMillis));
+        String orderingKey = deadOrderingKeys.remove(id);
+        entries.put(newId, new Entry(newId, d.key(), d.payload(), orderingKey, nowMillis));
         return OptionalLong.of(newId);
       }
     }
@@ -178,12 +190,14 @@ final class OutboxQueue {
   }
 
   synchronized boolean purgeDeadLetter(long id) {
+    deadOrderingKeys.remove(id);
     return deadLetters.removeIf(d -> d.id() == id);
   }
 
   synchronized long purgeDeadLetters() {
     long n = deadLetters.size();
     deadLetters.clear();
+    deadOrderingKeys.clear();
     return n;
   }
 

@@ -1366,6 +1366,8 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
             ps.setBytes(3, d.payload());
             ps.setLong(4, nowMillis);
             ps.setLong(5, nowMillis);
+            // dead_letters keeps no ordering key: the requeued entry has none
+            ps.setNull(6, Types.VARCHAR);
             ps.executeUpdate();
             try (ResultSet keys = ps.getGeneratedKeys()) {
               if (!keys.next()) {

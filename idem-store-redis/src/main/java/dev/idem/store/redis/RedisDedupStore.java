@@ -10,6 +10,7 @@ import dev.idem.StoreException;
 import dev.idem.StoreUnavailableException;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DeadLetterQuery;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.ExtendRequest;
@@ -63,6 +64,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -624,6 +627,48 @@ public final class RedisDedupStore implements DedupStore, OutboxStore {
   public List<DeadLetter> deadLetters(String queue, int limit) {
     ensureOpen();
     return outbox.deadLetters(queue, limit);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: one Lua script walks the queue's dead-letter set backwards from the upper bound.
+   */
+  @Override
+  public List<DeadLetter> deadLetters(String queue, DeadLetterQuery query) {
+    ensureOpen();
+    return outbox.deadLetters(queue, query);
+  }
+
+  @Override
+  public Optional<DeadLetter> findDeadLetter(String queue, long id) {
+    ensureOpen();
+    return outbox.findDeadLetter(queue, id);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: one Lua script on the queue's keys deletes the dead letter and appends the new entry
+   * with the dead letter's ordering key: at the end of the key's list, and ready at once only if no
+   * other entry of its key waits.
+   */
+  @Override
+  public OptionalLong requeueDeadLetter(String queue, long id, long nowMillis) {
+    ensureOpen();
+    return outbox.requeueDeadLetter(queue, id, nowMillis);
+  }
+
+  @Override
+  public boolean purgeDeadLetter(String queue, long id) {
+    ensureOpen();
+    return outbox.purgeDeadLetter(queue, id);
+  }
+
+  @Override
+  public long purgeDeadLetters(String queue) {
+    ensureOpen();
+    return outbox.purgeDeadLetters(queue);
   }
 
   @Override

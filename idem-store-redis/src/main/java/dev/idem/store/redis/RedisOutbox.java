@@ -4,6 +4,7 @@ import dev.idem.DedupKey;
 import dev.idem.IdemConfigException;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DeadLetterQuery;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.PendingEntry;
@@ -15,6 +16,8 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -35,7 +38,8 @@ import org.jspecify.annotations.Nullable;
  *                           of each ordering key, scored by when they may be claimed next
  * P outbox:{q}:a    zset    every waiting entry, scored by id (pending, depth)
  * P outbox:{q}:t    hash    ordering key -> the id of its newest entry (the mailbox's tail)
- * P outbox:{q}:d    hash    dead letter id -> [dedup key, enqueued at, attempts, dead at, reason]
+ * P outbox:{q}:d    hash    dead letter id -> [dedup key, enqueued at, attempts, dead at, reason,
+ *                            ordering key or '' (absent in dead letters written before it)]
  * P outbox:{q}:dp   hash    dead letter id -> payload
  * P outbox:{q}:dl   zset    dead letters scored by when they died (ties: by id)
  * </pre>
@@ -44,7 +48,8 @@ import org.jspecify.annotations.Nullable;
  * list's head is in the ready set, so a claim (ZRANGEBYSCORE up to now) can only hand out the head
  * of a key, and only when its claim or retry time has come. Settling the head (acknowledge, dead
  * letter) puts the next entry into the ready set. Fences: a claim adds one to the entry's attempts,
- * and the fenced settles compare it inside the script.
+ * and the fenced settles compare it inside the script. A requeued dead letter is appended like a
+ * new entry (to its ordering key's list, and to the ready set only if it is the key's head).
  */
 final class RedisOutbox {
   private static final byte[] EMPTY = new byte[0];
@@ -87,6 +92,39 @@ final class RedisOutbox {
       end
       """;
 
+  /**
+   * Appends an entry under a new id: to its ordering key's list ({@code okey}, '' for none) and to
+   * the ready set only if it is the key's head. Returns the new id.
+   */
+  private static final String APPEND =
+      """
+      local function append(kseq, km, kp, kr, ka, kt, key, payload, okey, now)
+        local id = redis.call('INCR', kseq)
+        local f = string.format('%016d', id)
+        local prev = ''
+        if okey ~= '' then
+          local tail = redis.call('HGET', kt, okey)
+          if tail then
+            local raw = redis.call('HGET', km, tail)
+            if raw then
+              local tm = cmsgpack.unpack(raw)
+              tm[5] = f
+              redis.call('HSET', km, tail, cmsgpack.pack(tm))
+              prev = tail
+            end
+          end
+          redis.call('HSET', kt, okey, f)
+        end
+        redis.call('HSET', km, f, cmsgpack.pack({key, now, 0, 0, '', okey, false, prev}))
+        redis.call('HSET', kp, f, payload)
+        redis.call('ZADD', ka, id, f)
+        if prev == '' then
+          redis.call('ZADD', kr, now, f)
+        end
+        return id
+      end
+      """;
+
   /** Reads entry ARGV[1] of KEYS[1] and checks the fence ARGV[2] (-1: none); returns m or nil. */
   private static final String FENCED_ENTRY =
       """
@@ -111,7 +149,8 @@ final class RedisOutbox {
   static final LuaScripts.Script COMMIT_AND_ENQUEUE =
       new LuaScripts.Script(
           "commit_and_enqueue",
-          """
+          APPEND
+              + """
           local v = redis.call('GET', KEYS[1])
           if v and (#v < 27 or string.byte(v, 1) ~= 1
               or (string.byte(v, 2) ~= 73 and string.byte(v, 2) ~= 67)) then
@@ -146,29 +185,7 @@ final class RedisOutbox {
           for i = 0, n - 1 do
             local kseq, km, kp = KEYS[2 + 6 * i], KEYS[3 + 6 * i], KEYS[4 + 6 * i]
             local kr, ka, kt = KEYS[5 + 6 * i], KEYS[6 + 6 * i], KEYS[7 + 6 * i]
-            local okey = ARGV[9 + 3 * i]
-            local id = redis.call('INCR', kseq)
-            local f = string.format('%016d', id)
-            local prev = ''
-            if okey ~= '' then
-              local tail = redis.call('HGET', kt, okey)
-              if tail then
-                local raw = redis.call('HGET', km, tail)
-                if raw then
-                  local tm = cmsgpack.unpack(raw)
-                  tm[5] = f
-                  redis.call('HSET', km, tail, cmsgpack.pack(tm))
-                  prev = tail
-                end
-              end
-              redis.call('HSET', kt, okey, f)
-            end
-            redis.call('HSET', km, f, cmsgpack.pack({ARGV[8 + 3 * i], now, 0, 0, '', okey, false, prev}))
-            redis.call('HSET', kp, f, ARGV[7 + 3 * i])
-            redis.call('ZADD', ka, id, f)
-            if prev == '' then
-              redis.call('ZADD', kr, now, f)
-            end
+            append(kseq, km, kp, kr, ka, kt, ARGV[8 + 3 * i], ARGV[7 + 3 * i], ARGV[9 + 3 * i], now)
           end
           return 1
           """);
@@ -249,7 +266,7 @@ final class RedisOutbox {
               redis.call('ZREM', KEYS[3], f)
               redis.call('ZREM', KEYS[4], f)
               unlink(KEYS[1], KEYS[3], KEYS[5], f, m)
-              redis.call('HSET', KEYS[6], f, cmsgpack.pack({m[1], m[2], m[3], deadAt, ARGV[4]}))
+              redis.call('HSET', KEYS[6], f, cmsgpack.pack({m[1], m[2], m[3], deadAt, ARGV[4], m[6]}))
               redis.call('HSET', KEYS[7], f, payload)
               redis.call('ZADD', KEYS[8], deadAt, f)
               return 1
@@ -276,6 +293,105 @@ final class RedisOutbox {
           """);
 
   /**
+   * Dead letters newest first. KEYS: d, dp, dl. ARGV: 1 highest dead-at (a ZREVRANGEBYSCORE bound,
+   * '(' for exclusive), 2 lowest dead-at (a bound), 3 limit, 4 the page's position: a dead-at whose
+   * entries are listed only below id ARGV[5] ('' for none). Returns arrays as {@link
+   * #DEAD_LETTERS}, newest first (ties: highest id first; ids are fixed-width, so by member).
+   */
+  static final LuaScripts.Script DEAD_LETTERS_NEWEST =
+      new LuaScripts.Script(
+          "outbox_dead_letters_newest",
+          """
+          local limit = tonumber(ARGV[3])
+          local atPos, idPos = tonumber(ARGV[4]), tonumber(ARGV[5])
+          local out = {}
+          local offset = 0
+          while #out < limit do
+            local rows = redis.call('ZREVRANGEBYSCORE', KEYS[3], ARGV[1], ARGV[2], 'WITHSCORES',
+                'LIMIT', offset, limit)
+            if #rows == 0 then
+              break
+            end
+            for i = 1, #rows, 2 do
+              local f = rows[i]
+              if #out < limit and not (atPos and tonumber(rows[i + 1]) == atPos
+                  and tonumber(f) >= idPos) then
+                local raw = redis.call('HGET', KEYS[1], f)
+                if raw then
+                  local d = cmsgpack.unpack(raw)
+                  out[#out + 1] = {f, d[1], redis.call('HGET', KEYS[2], f) or '', d[3], d[2], d[4], d[5]}
+                end
+              end
+            end
+            offset = offset + #rows / 2
+          end
+          return out
+          """);
+
+  /**
+   * One dead letter. KEYS: d, dp. ARGV: 1 id. Returns an array as {@link #DEAD_LETTERS}, or an
+   * empty one if there is none.
+   */
+  static final LuaScripts.Script FIND_DEAD_LETTER =
+      new LuaScripts.Script(
+          "outbox_find_dead_letter",
+          """
+          local f = ARGV[1]
+          local raw = redis.call('HGET', KEYS[1], f)
+          if not raw then
+            return {}
+          end
+          local d = cmsgpack.unpack(raw)
+          return {f, d[1], redis.call('HGET', KEYS[2], f) or '', d[3], d[2], d[4], d[5]}
+          """);
+
+  /**
+   * Requeue a dead letter. KEYS: seq, m, p, r, a, t, d, dp, dl. ARGV: 1 id, 2 now. Appends the dead
+   * letter's key, payload and ordering key as a new, untried entry due now (behind the entries of
+   * its ordering key, if any) and deletes the dead letter. Returns the new id, or -1 if there is no
+   * such dead letter.
+   */
+  static final LuaScripts.Script REQUEUE_DEAD_LETTER =
+      new LuaScripts.Script(
+          "outbox_requeue_dead_letter",
+          APPEND
+              + """
+              local f = ARGV[1]
+              local raw = redis.call('HGET', KEYS[7], f)
+              if not raw then
+                return -1
+              end
+              local d = cmsgpack.unpack(raw)
+              local payload = redis.call('HGET', KEYS[8], f) or ''
+              redis.call('HDEL', KEYS[7], f)
+              redis.call('HDEL', KEYS[8], f)
+              redis.call('ZREM', KEYS[9], f)
+              return append(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], d[1], payload,
+                  d[6] or '', tonumber(ARGV[2]))
+              """);
+
+  /** Purge one dead letter. KEYS: d, dp, dl. ARGV: 1 id. Returns 1 or 0. */
+  static final LuaScripts.Script PURGE_DEAD_LETTER =
+      new LuaScripts.Script(
+          "outbox_purge_dead_letter",
+          """
+          local n = redis.call('HDEL', KEYS[1], ARGV[1])
+          redis.call('HDEL', KEYS[2], ARGV[1])
+          redis.call('ZREM', KEYS[3], ARGV[1])
+          return n
+          """);
+
+  /** Purge every dead letter of a queue. KEYS: d, dp, dl. Returns how many there were. */
+  static final LuaScripts.Script PURGE_DEAD_LETTERS =
+      new LuaScripts.Script(
+          "outbox_purge_dead_letters",
+          """
+          local n = redis.call('HLEN', KEYS[1])
+          redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+          return n
+          """);
+
+  /**
    * Pending. KEYS: m, p, a. ARGV: 1 limit. Returns arrays of id, dedup key, payload, attempts,
    * enqueued at, available at (0: never claimed), last error (nil if none).
    */
@@ -298,7 +414,18 @@ final class RedisOutbox {
   /** Every outbox script, in a fixed order. */
   static final List<LuaScripts.Script> ALL =
       List.of(
-          COMMIT_AND_ENQUEUE, CLAIM, ACKNOWLEDGE, RESCHEDULE, DEAD_LETTER, DEAD_LETTERS, PENDING);
+          COMMIT_AND_ENQUEUE,
+          CLAIM,
+          ACKNOWLEDGE,
+          RESCHEDULE,
+          DEAD_LETTER,
+          DEAD_LETTERS,
+          DEAD_LETTERS_NEWEST,
+          FIND_DEAD_LETTER,
+          REQUEUE_DEAD_LETTER,
+          PURGE_DEAD_LETTER,
+          PURGE_DEAD_LETTERS,
+          PENDING);
 
   /** Runs a script: by SHA, again by text after a NOSCRIPT; maps failures. */
   interface Runner {
@@ -522,19 +649,129 @@ final class RedisOutbox {
             q.d);
     List<DeadLetter> out = new ArrayList<>(reply.size());
     for (Object o : reply) {
-      List<?> row = row(o, 7, "deadLetters");
-      out.add(
-          new DeadLetter(
-              id(row.get(0)),
-              queue,
-              DedupKey.ofDigest(bytesOf(row.get(1))),
-              bytesOf(row.get(2)),
-              (int) number(row.get(3)),
-              number(row.get(4)),
-              number(row.get(5)),
-              new String(bytesOf(row.get(6)), StandardCharsets.UTF_8)));
+      out.add(deadLetter(queue, row(o, 7, "deadLetters")));
     }
     return out;
+  }
+
+  List<DeadLetter> deadLetters(String queue, DeadLetterQuery query) {
+    Objects.requireNonNull(query, "query");
+    checkSupported("deadLetters");
+    QueueKeys q = new QueueKeys(queue);
+    // The upper bound: until (exclusive), or the page's position (inclusive, its ties cut by id)
+    // when that is lower. Stored times lie in [-MAX_TIME, MAX_TIME]; bounds past them are infinite.
+    byte[] high;
+    byte[] atPosition = EMPTY;
+    byte[] idPosition = EMPTY;
+    if (query.beforeDeadAtMillis() < query.untilMillis()) {
+      high = bound(query.beforeDeadAtMillis(), "");
+      atPosition = decimal(query.beforeDeadAtMillis());
+      idPosition = decimal(query.beforeId());
+    } else {
+      high = bound(query.untilMillis(), "(");
+    }
+    byte[] low = bound(query.sinceMillis(), "");
+    List<Object> reply =
+        runner.run(
+            DEAD_LETTERS_NEWEST,
+            ScriptOutputType.MULTI,
+            new byte[][] {q.d, q.dp, q.dl},
+            new byte[][] {high, low, decimal(query.limit()), atPosition, idPosition},
+            "deadLetters",
+            q.d);
+    List<DeadLetter> out = new ArrayList<>(reply.size());
+    for (Object o : reply) {
+      out.add(deadLetter(queue, row(o, 7, "deadLetters")));
+    }
+    out.sort(DeadLetterQuery.NEWEST_FIRST);
+    return out;
+  }
+
+  Optional<DeadLetter> findDeadLetter(String queue, long id) {
+    checkSupported("findDeadLetter");
+    QueueKeys q = new QueueKeys(queue);
+    List<Object> reply =
+        runner.run(
+            FIND_DEAD_LETTER,
+            ScriptOutputType.MULTI,
+            new byte[][] {q.d, q.dp},
+            new byte[][] {field(id)},
+            "findDeadLetter",
+            q.d);
+    return reply.isEmpty()
+        ? Optional.empty()
+        : Optional.of(deadLetter(queue, row(reply, 7, "findDeadLetter")));
+  }
+
+  OptionalLong requeueDeadLetter(String queue, long id, long nowMillis) {
+    checkSupported("requeueDeadLetter");
+    QueueKeys q = new QueueKeys(queue);
+    Long reply =
+        runner.run(
+            REQUEUE_DEAD_LETTER,
+            ScriptOutputType.INTEGER,
+            new byte[][] {q.seq, q.m, q.p, q.r, q.a, q.t, q.d, q.dp, q.dl},
+            new byte[][] {field(id), decimal(clampTime(nowMillis))},
+            "requeueDeadLetter",
+            q.m);
+    if (reply == null || reply == 0 || reply < -1) {
+      throw RedisErrors.unexpectedReply("requeueDeadLetter", reply, description);
+    }
+    return reply == -1 ? OptionalLong.empty() : OptionalLong.of(reply);
+  }
+
+  boolean purgeDeadLetter(String queue, long id) {
+    checkSupported("purgeDeadLetter");
+    QueueKeys q = new QueueKeys(queue);
+    return applied(
+        runner.run(
+            PURGE_DEAD_LETTER,
+            ScriptOutputType.INTEGER,
+            new byte[][] {q.d, q.dp, q.dl},
+            new byte[][] {field(id)},
+            "purgeDeadLetter",
+            q.d),
+        "purgeDeadLetter");
+  }
+
+  long purgeDeadLetters(String queue) {
+    checkSupported("purgeDeadLetters");
+    QueueKeys q = new QueueKeys(queue);
+    Long reply =
+        runner.run(
+            PURGE_DEAD_LETTERS,
+            ScriptOutputType.INTEGER,
+            new byte[][] {q.d, q.dp, q.dl},
+            new byte[0][],
+            "purgeDeadLetters",
+            q.d);
+    if (reply == null || reply < 0) {
+      throw RedisErrors.unexpectedReply("purgeDeadLetters", reply, description);
+    }
+    return reply;
+  }
+
+  private DeadLetter deadLetter(String queue, List<?> row) {
+    return new DeadLetter(
+        id(row.get(0)),
+        queue,
+        DedupKey.ofDigest(bytesOf(row.get(1))),
+        bytesOf(row.get(2)),
+        (int) number(row.get(3)),
+        number(row.get(4)),
+        number(row.get(5)),
+        new String(bytesOf(row.get(6)), StandardCharsets.UTF_8));
+  }
+
+  /** A score bound for ZRANGEBYSCORE: infinite past the stored times, else {@code open} + value. */
+  private static byte[] bound(long millis, String open) {
+    if (millis > MAX_TIME) {
+      return bytes("+inf");
+    }
+    if (millis < -MAX_TIME) {
+      return bytes("-inf");
+    }
+    return bytes(open + millis);
   }
 
   List<PendingEntry> pending(String queue, int limit) {

@@ -90,6 +90,11 @@ class RedisClusterTest {
    */
   @Nested
   class CompactContract extends DedupStoreContract {
+    @Override // durable, native expiry; the compact layout has no outbox
+    protected StoreCapabilities expectedCapabilities() {
+      return new StoreCapabilities(false, true, true, false);
+    }
+
     @Override
     protected DedupStore newStore(TimeSource time) {
       return open(SharedRedis.uniquePrefix());
