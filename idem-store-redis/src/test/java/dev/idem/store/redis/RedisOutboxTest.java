@@ -87,6 +87,48 @@ class RedisOutboxTest {
   }
 
   @Test
+  void aRequeuedDeadLetterKeepsItsOrderingKeyAndJoinsTheEndOfItsKeysMailbox() {
+    // given a dead letter of customer-7, and two later events of that customer waiting
+    RedisDedupStore store = open();
+    accept(store, 1, "customer-7");
+    OutboxRecord poison = store.claim(QUEUE, 10, now, CLAIM).get(0);
+    assertThat(store.deadLetter(poison, "HTTP 400", now)).isTrue();
+    accept(store, 2, "customer-7");
+    accept(store, 3, "customer-7");
+    List<OutboxRecord> head = store.claim(QUEUE, 10, now, CLAIM);
+    assertThat(texts(head)).containsExactly("customer-7/2");
+
+    // when the operator requeues the dead letter
+    long requeued = store.requeueDeadLetter(QUEUE, poison.id(), now).orElseThrow();
+
+    // then it waits behind the key's other entries, and comes last, untried
+    assertThat(requeued).isGreaterThan(poison.id());
+    assertThat(store.claim(QUEUE, 10, now, CLAIM)).as("while the head is claimed").isEmpty();
+    assertThat(store.acknowledge(head.get(0))).isTrue();
+    List<OutboxRecord> next = store.claim(QUEUE, 10, now, CLAIM);
+    assertThat(texts(next)).containsExactly("customer-7/3");
+    assertThat(store.acknowledge(next.get(0))).isTrue();
+    List<OutboxRecord> last = store.claim(QUEUE, 10, now, CLAIM);
+    assertThat(texts(last)).containsExactly("customer-7/1");
+    assertThat(last.get(0).id()).isEqualTo(requeued);
+    assertThat(last.get(0).attempts()).isEqualTo(1);
+    assertThat(last.get(0).lastError()).isNull();
+
+    // and, dead again and requeued into an empty mailbox, it is the head at once and the key's
+    // tail: an event accepted after it waits for it
+    assertThat(store.deadLetter(last.get(0), "HTTP 400", now)).isTrue();
+    long again = store.requeueDeadLetter(QUEUE, requeued, now).orElseThrow();
+    accept(store, 4, "customer-7");
+    List<OutboxRecord> alone = store.claim(QUEUE, 10, now, CLAIM);
+    assertThat(texts(alone)).containsExactly("customer-7/1");
+    assertThat(alone.get(0).id()).isEqualTo(again);
+    assertThat(store.acknowledge(alone.get(0))).isTrue();
+    assertThat(texts(store.claim(QUEUE, 10, now, CLAIM))).containsExactly("customer-7/4");
+    assertThat(store.findDeadLetter(QUEUE, requeued)).isEmpty();
+    assertThat(store.requeueDeadLetter(QUEUE, requeued, now)).isEmpty();
+  }
+
+  @Test
   void twoInstancesShareAKeysMailboxAndADeadOwnersLateAnswerChangesNothing() {
     // given two instances on one Redis, and three events of one customer accepted by either
     RedisDedupStore first = open();
