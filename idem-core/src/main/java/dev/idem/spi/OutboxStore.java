@@ -13,8 +13,32 @@ import java.util.OptionalLong;
  * lettered before its claim runs out (its deliverer crashed) is handed out again. Downstream
  * deduplicates with the {@code Idempotency-Key} it receives.
  *
- * <p>Thread-safe. Implemented by the durable stores (RocksDB, JDBC) and, without durability, by the
- * memory store.
+ * <p><b>Ordering keys (the per-key mailbox).</b> Entries whose {@link OutboxMessage#orderingKey()}
+ * is the same (within one queue) are handed out one at a time, in append order: a claim hands out
+ * an entry with an ordering key only if it is the oldest entry of its key still in the queue (the
+ * key's <em>head</em>), and never while another entry of its key is claimed and its claim runs. The
+ * head leaves only when it is settled ({@link #acknowledge acknowledged} or {@link #deadLetter dead
+ * lettered}); while it waits for a retry ({@link #reschedule}) or its claim runs, the key's later
+ * entries wait too (a poison entry blocks its own key until it is dead lettered, and no other key).
+ * A head whose claim ran out (its deliverer died) is handed out again, so the next deliverer, on
+ * any instance, picks the key up where it stopped. Entries without an ordering key are never held
+ * back. This holds across restarts and across instances sharing the store, because the store
+ * decides it.
+ *
+ * <p><b>Fencing.</b> {@link OutboxRecord#attempts()} counts the claims of an entry, so it also
+ * names the claim: the forms of {@link #acknowledge(OutboxRecord)}, {@link
+ * #reschedule(OutboxRecord, long, String)} and {@link #deadLetter(OutboxRecord, String, long)} that
+ * take the claimed record apply only if the entry was not claimed again since (its attempts are
+ * still the record's). A deliverer whose claim ran out and whose entry another deliverer took over
+ * changes nothing with its late answer. Deliverers use these forms; the forms that take an id apply
+ * unconditionally (for operators and tools).
+ *
+ * <p><b>Arguments.</b> Every store answers bad numbers alike: {@link #claim} with {@code max < 1}
+ * or {@code claimMillis < 1}, and {@link #deadLetters}/{@link #pending} with {@code limit < 1},
+ * throw {@link IllegalArgumentException}.
+ *
+ * <p>Thread-safe. Implemented by the durable stores (RocksDB, JDBC, Redis) and, without durability,
+ * by the memory store.
  */
 public interface OutboxStore {
 
@@ -47,15 +71,17 @@ public interface OutboxStore {
 
   /**
    * Claims up to {@code max} deliverable entries of one queue, oldest first: entries not claimed by
-   * anyone (or whose claim ran out) and not scheduled for later ({@code notBefore <= nowMillis}). A
+   * anyone (or whose claim ran out) and not scheduled for later ({@code notBefore <= nowMillis}),
+   * and, for an entry with an ordering key, only the head of its key (see the class comment). A
    * claimed entry is hidden from other claims until {@code nowMillis + claimMillis} (visible again
-   * at exactly that time).
+   * at exactly that time). Each claim adds one to the entry's attempts.
    *
    * @param queue the queue
-   * @param max the most entries to return
+   * @param max the most entries to return, at least 1
    * @param nowMillis the caller's wall-clock time
-   * @param claimMillis how long the claim hides the entries
+   * @param claimMillis how long the claim hides the entries, at least 1
    * @return the claimed entries in append order (empty if none)
+   * @throws IllegalArgumentException if {@code max} or {@code claimMillis} is less than 1
    */
   List<OutboxRecord> claim(String queue, int max, long nowMillis, long claimMillis);
 
@@ -80,13 +106,25 @@ public interface OutboxStore {
   }
 
   /**
-   * Removes a delivered entry.
+   * Removes a delivered entry, unconditionally (for operators and tools; a deliverer uses {@link
+   * #acknowledge(OutboxRecord)}). If the entry was the head of its ordering key, the key's next
+   * entry becomes the head.
    *
    * @param queue the queue
    * @param id the entry's id
    * @return whether it was there
    */
   boolean acknowledge(String queue, long id);
+
+  /**
+   * Removes a delivered entry if it was not claimed again since {@code claimed} was handed out (its
+   * attempts are still {@code claimed.attempts()}); otherwise changes nothing. If the entry was the
+   * head of its ordering key, the key's next entry becomes the head.
+   *
+   * @param claimed the entry as {@link #claim} handed it out
+   * @return whether the entry was removed (false: it is gone, or another claim took it over)
+   */
+  boolean acknowledge(OutboxRecord claimed);
 
   /**
    * Makes a claimed entry deliverable again, not before {@code notBeforeMillis}, recording the
@@ -101,6 +139,18 @@ public interface OutboxStore {
   void reschedule(String queue, long id, long notBeforeMillis, String error);
 
   /**
+   * Makes a claimed entry deliverable again, not before {@code notBeforeMillis}, recording the
+   * error, if it was not claimed again since {@code claimed} was handed out; otherwise changes
+   * nothing. An entry with an ordering key stays its key's head: the key waits for its retry.
+   *
+   * @param claimed the entry as {@link #claim} handed it out
+   * @param notBeforeMillis the earliest time to claim it again
+   * @param error what went wrong
+   * @return whether the entry was rescheduled (false: it is gone, or another claim took it over)
+   */
+  boolean reschedule(OutboxRecord claimed, long notBeforeMillis, String error);
+
+  /**
    * Moves an entry from the outbox to the dead letters, atomically. Does nothing if the entry is
    * gone.
    *
@@ -112,11 +162,24 @@ public interface OutboxStore {
   void deadLetter(String queue, long id, String reason, long nowMillis);
 
   /**
+   * Moves an entry from the outbox to the dead letters, atomically, if it was not claimed again
+   * since {@code claimed} was handed out; otherwise changes nothing. If the entry was the head of
+   * its ordering key, the key's next entry becomes the head (the key moves on).
+   *
+   * @param claimed the entry as {@link #claim} handed it out
+   * @param reason the last error
+   * @param nowMillis the caller's wall-clock time
+   * @return whether the entry was dead lettered (false: it is gone, or another claim took it over)
+   */
+  boolean deadLetter(OutboxRecord claimed, String reason, long nowMillis);
+
+  /**
    * Lists dead letters of one queue, oldest first.
    *
    * @param queue the queue
-   * @param limit the most to return
+   * @param limit the most to return, at least 1
    * @return the dead letters
+   * @throws IllegalArgumentException if {@code limit} is less than 1
    */
   List<DeadLetter> deadLetters(String queue, int limit);
 
@@ -178,8 +241,9 @@ public interface OutboxStore {
    * fail. Read-only: it claims nothing and changes nothing.
    *
    * @param queue the queue
-   * @param limit the most to return
+   * @param limit the most to return, at least 1
    * @return the entries in append order (empty if none)
+   * @throws IllegalArgumentException if {@code limit} is less than 1
    */
   List<PendingEntry> pending(String queue, int limit);
 

@@ -242,8 +242,23 @@ public final class DeferredStore implements DedupStore, OutboxStore {
   }
 
   @Override
+  public boolean acknowledge(OutboxRecord claimed) {
+    return outbox().acknowledge(claimed);
+  }
+
+  @Override
   public void reschedule(String queue, long id, long notBeforeMillis, String error) {
     outbox().reschedule(queue, id, notBeforeMillis, error);
+  }
+
+  @Override
+  public boolean reschedule(OutboxRecord claimed, long notBeforeMillis, String error) {
+    return outbox().reschedule(claimed, notBeforeMillis, error);
+  }
+
+  @Override
+  public boolean deadLetter(OutboxRecord claimed, String reason, long nowMillis) {
+    return outbox().deadLetter(claimed, reason, nowMillis);
   }
 
   @Override

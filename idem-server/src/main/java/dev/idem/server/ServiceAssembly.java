@@ -295,7 +295,8 @@ public final class ServiceAssembly {
                 .listener(metrics.dedupListener())
                 .build();
         if (store instanceof OutboxStore o && store.capabilities().outbox()) {
-          outbox = o;
+          // With ordering, the store keeps each ordering key's entries in order (all instances).
+          outbox = p.ordering() != null ? new OrderingKeyOutbox(o, edge::decode) : o;
         }
         b.dedup(dedup, outbox);
         if (d.mode() == DedupMode.REPLAY) {

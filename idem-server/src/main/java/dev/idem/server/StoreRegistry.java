@@ -47,8 +47,11 @@ final class StoreRegistry {
   /** What a JDBC store can do, known before it opens. */
   private static final StoreCapabilities JDBC = new StoreCapabilities(false, true, false, true);
 
-  /** What a Redis store can do, known before it opens. */
-  private static final StoreCapabilities REDIS = new StoreCapabilities(false, true, true, false);
+  /**
+   * What a Redis store can do, known before it opens (the configuration refuses async delivery on a
+   * cluster whose prefix has no hash tag, where the store has no outbox).
+   */
+  private static final StoreCapabilities REDIS = new StoreCapabilities(false, true, true, true);
 
   private StoreRegistry() {}
 

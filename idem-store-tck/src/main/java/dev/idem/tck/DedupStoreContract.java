@@ -11,20 +11,28 @@ import org.junit.jupiter.api.Nested;
 
 /**
  * The contract every {@link DedupStore} passes: extend this class in the store's test sources,
- * implement {@link #newStore}, and override {@link #newBoundedStore} and {@link #reopen} if the
- * store's {@link StoreCapabilities} say it bounds keys or is durable. Nothing else: the suite reads
- * the capability flags and skips (with the reason) what does not apply.
+ * implement {@link #newStore} and {@link #expectedCapabilities}, and override {@link
+ * #newBoundedStore} and {@link #reopen} if the capabilities say the store bounds keys or is
+ * durable. Nothing else: the suite skips (with the reason) what the declared capabilities do not
+ * include. The test declares them, rather than the suite trusting the store's {@link
+ * DedupStore#capabilities()}: a store that stops reporting a capability (say, its outbox) then
+ * fails its test instead of skipping the checks of that capability.
  *
  * <pre>{@code
  * class FileDedupStoreContractTest extends DedupStoreContract {
  *   @TempDir Path dir;
+ *
+ *   @Override // bounded, durable, native expiry, outbox
+ *   protected StoreCapabilities expectedCapabilities() {
+ *     return new StoreCapabilities(false, true, false, false);
+ *   }
  *
  *   @Override
  *   protected DedupStore newStore(TimeSource time) {
  *     return FileDedupStore.open(dir.resolve(UUID.randomUUID().toString()), time);
  *   }
  *
- *   @Override // the store says capabilities().durable()
+ *   @Override // expectedCapabilities().durable()
  *   protected DedupStore reopen(DedupStore store, TimeSource time) {
  *     Path path = ((FileDedupStore) store).path();
  *     store.close();
@@ -40,8 +48,9 @@ import org.junit.jupiter.api.Nested;
  * ({@code Batches}); concurrency storms ({@code Concurrency}); a seeded randomized comparison with
  * {@link DedupStateMachine} ({@code RandomizedModel}); LRU bounds ({@code BoundedKeys}); restarts
  * ({@code Durability}); {@code sweepExpired} ({@code Sweeping}); the {@link OutboxStore} ({@code
- * Outbox}) and its dead letters ({@code DeadLetters}); the {@code Deduplicator} facade on the store
- * ({@code Facade}); and the basics ({@code Misuse}).
+ * Outbox}) with ordering keys and fencing ({@code OrderedOutbox}) and its dead letters ({@code
+ * DeadLetters}); the {@code Deduplicator} facade
+ * on the store ({@code Facade}); and the basics ({@code Misuse}).
  *
  * <p>How the suite runs, so that a store on a shared server passes it:
  *
@@ -66,6 +75,15 @@ public abstract class DedupStoreContract {
   protected DedupStoreContract() {}
 
   /**
+   * Returns the capabilities the stores of this test must report, declared by the test: the suite
+   * runs the checks of exactly these (and skips the others), and fails every check if {@link
+   * DedupStore#capabilities()} of the store under test differs.
+   *
+   * @return the expected capabilities
+   */
+  protected abstract StoreCapabilities expectedCapabilities();
+
+  /**
    * Returns a new store on fresh storage: empty, or uniquely namespaced on a shared server.
    *
    * <p>A store with a background sweeper should sweep rarely here (e.g. once a minute of real
@@ -84,7 +102,7 @@ public abstract class DedupStoreContract {
   /**
    * Returns a new store on fresh storage that holds at most {@code maxKeysPerScope} keys per scope,
    * evicting the least recently used. Called only when the store's {@link
-   * StoreCapabilities#boundedKeys()} is true.
+   * StoreCapabilities#boundedKeys()} of {@link #expectedCapabilities()} is true.
    *
    * @param time the clock for background work
    * @param maxKeysPerScope the bound, at least 1
@@ -100,7 +118,8 @@ public abstract class DedupStoreContract {
 
   /**
    * Closes {@code store} and opens a new store on the same storage, as a restarted process would.
-   * Called only when the store's {@link StoreCapabilities#durable()} is true.
+   * Called only when {@link StoreCapabilities#durable()} of {@link #expectedCapabilities()} is
+   * true.
    *
    * @param store a store made by {@link #newStore} (or an earlier reopen); close it here
    * @param time the clock for background work
@@ -220,6 +239,17 @@ public abstract class DedupStoreContract {
   @Nested
   class Outbox extends OutboxChecks {
     Outbox() {
+      super(fixture);
+    }
+  }
+
+  /**
+   * Capability {@code outbox}: ordering keys (one entry per key at a time, oldest first, across
+   * claimers), fenced settles, and the argument contracts every store answers alike.
+   */
+  @Nested
+  class OrderedOutbox extends OrderedOutboxChecks {
+    OrderedOutbox() {
       super(fixture);
     }
   }

@@ -425,7 +425,7 @@ abstract class OutboxChecks extends ContractChecks {
     List<OutboxRecord> both = outbox.claim(queue(), 2, now(), CLAIM);
     outbox.reschedule(queue(), both.get(1).id(), now() + 10 * CLAIM, "retry later");
     DedupKey fresh = enqueue(outbox, queue(), utf8("f"));
-    OutboxStore next = store().capabilities().durable() ? (OutboxStore) fx.reopen(store()) : outbox;
+    OutboxStore next = fx.capabilities().durable() ? (OutboxStore) fx.reopen(store()) : outbox;
 
     // when the next run's dispatcher starts
     long released = next.releaseClaimsOfEarlierRuns(queue());

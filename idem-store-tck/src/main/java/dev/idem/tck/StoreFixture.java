@@ -80,13 +80,32 @@ final class StoreFixture {
     return s;
   }
 
+  /**
+   * The capabilities the test declares ({@link DedupStoreContract#expectedCapabilities()}), after
+   * checking that the store reports exactly those: a store that stops reporting one fails.
+   */
   StoreCapabilities capabilities() {
     StoreCapabilities c = capabilities;
     if (c == null) {
-      c = store().capabilities();
-      if (c == null) {
-        throw new AssertionError(store().describe() + ": capabilities() returned null");
+      StoreCapabilities expected = contract.expectedCapabilities();
+      if (expected == null) {
+        throw new AssertionError(
+            contract.getClass().getName() + ".expectedCapabilities() returned null");
       }
+      StoreCapabilities reported = store().capabilities();
+      if (!expected.equals(reported)) {
+        throw new AssertionError(
+            store().describe()
+                + " reports "
+                + reported
+                + " but its test ("
+                + contract.getClass().getName()
+                + ") expects "
+                + expected
+                + ": either the store lost (or gained) a capability, or the test's"
+                + " expectedCapabilities() is out of date");
+      }
+      c = expected;
       capabilities = c;
     }
     return c;

@@ -2,11 +2,17 @@ package dev.idem.tck;
 
 import dev.idem.TimeSource;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.StoreCapabilities;
 import dev.idem.store.memory.MemoryDedupStore;
 import dev.idem.store.memory.MemoryStoreConfig;
 
 /** The in-memory store passes the contract suite unchanged. */
 class MemoryDedupStoreContractTest extends DedupStoreContract {
+
+  @Override // bounded, outbox; not durable, no native expiry
+  protected StoreCapabilities expectedCapabilities() {
+    return new StoreCapabilities(true, false, false, true);
+  }
 
   @Override
   protected DedupStore newStore(TimeSource time) {

@@ -14,6 +14,7 @@ import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
 import dev.idem.spi.SettleResult;
+import dev.idem.spi.StoreCapabilities;
 import dev.idem.spi.StoredEntry;
 import dev.idem.spi.StoredEntry.State;
 import java.util.ArrayList;
@@ -39,6 +40,11 @@ final class MutantStores {
 
     MutantContract(Function<ReferenceStore.Storage, ReferenceStore> factory) {
       this.factory = factory;
+    }
+
+    @Override
+    protected StoreCapabilities expectedCapabilities() {
+      return ReferenceStore.all();
     }
 
     @Override
@@ -336,6 +342,70 @@ final class MutantStores {
   static final class PendingClaimsContract extends MutantContract {
     PendingClaimsContract() {
       super(PendingClaims::new);
+    }
+  }
+
+  // ---- claims ignore ordering keys (an outbox that orders only within one deliverer) ----
+
+  static final class ClaimIgnoresOrderingKeys extends ReferenceStore {
+    ClaimIgnoresOrderingKeys(Storage storage) {
+      super(storage, Integer.MAX_VALUE, ReferenceStore.all());
+    }
+
+    @Override
+    boolean keepsOrder() {
+      return false;
+    }
+  }
+
+  static final class ClaimIgnoresOrderingKeysContract extends MutantContract {
+    ClaimIgnoresOrderingKeysContract() {
+      super(ClaimIgnoresOrderingKeys::new);
+    }
+  }
+
+  // ---- acknowledge / reschedule / dead letter by id alone: a stale claimer's late answer wins
+  // ----
+
+  static final class SettlesWithoutFence extends ReferenceStore {
+    SettlesWithoutFence(Storage storage) {
+      super(storage, Integer.MAX_VALUE, ReferenceStore.all());
+    }
+
+    @Override
+    boolean fences() {
+      return false;
+    }
+  }
+
+  static final class SettlesWithoutFenceContract extends MutantContract {
+    SettlesWithoutFenceContract() {
+      super(SettlesWithoutFence::new);
+    }
+  }
+
+  // ---- claim(0) and pending(0) answer an empty list instead of refusing ----
+
+  static final class LenientLimits extends ReferenceStore {
+    LenientLimits(Storage storage) {
+      super(storage, Integer.MAX_VALUE, ReferenceStore.all());
+    }
+
+    @Override
+    public java.util.List<OutboxRecord> claim(
+        String queue, int max, long nowMillis, long claimMillis) {
+      return max <= 0 ? java.util.List.of() : super.claim(queue, max, nowMillis, claimMillis);
+    }
+
+    @Override
+    public java.util.List<PendingEntry> pending(String queue, int limit) {
+      return limit <= 0 ? java.util.List.of() : super.pending(queue, limit);
+    }
+  }
+
+  static final class LenientLimitsContract extends MutantContract {
+    LenientLimitsContract() {
+      super(LenientLimits::new);
     }
   }
 

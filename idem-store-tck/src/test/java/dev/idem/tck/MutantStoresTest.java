@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.platform.engine.discovery.DiscoverySelectors.selectNestedMethod;
 
 import dev.idem.tck.MutantStores.CheckThenActContract;
+import dev.idem.tck.MutantStores.ClaimIgnoresOrderingKeysContract;
 import dev.idem.tck.MutantStores.ClearWipesEveryScopeContract;
 import dev.idem.tck.MutantStores.CommitIgnoresLeaseContract;
 import dev.idem.tck.MutantStores.EagerSweeperContract;
@@ -11,11 +12,13 @@ import dev.idem.tck.MutantStores.EnqueuesOnStaleCommitContract;
 import dev.idem.tck.MutantStores.ExtendIgnoresTokenContract;
 import dev.idem.tck.MutantStores.FifoEvictionContract;
 import dev.idem.tck.MutantStores.ForgetsReservationsOnReopenContract;
+import dev.idem.tck.MutantStores.LenientLimitsContract;
 import dev.idem.tck.MutantStores.LosesEmptyResultContract;
 import dev.idem.tck.MutantStores.NoSlidingRefreshContract;
 import dev.idem.tck.MutantStores.PendingClaimsContract;
 import dev.idem.tck.MutantStores.ReleaseIgnoresTokenContract;
 import dev.idem.tck.MutantStores.RequeueKeepsAttemptsContract;
+import dev.idem.tck.MutantStores.SettlesWithoutFenceContract;
 import dev.idem.tck.MutantStores.SnapshotBatchContract;
 import java.util.ArrayList;
 import java.util.List;
@@ -97,6 +100,22 @@ class MutantStoresTest {
             RequeueKeepsAttemptsContract.class,
             DedupStoreContract.DeadLetters.class,
             "requeueMovesTheDeadLetterBackUntriedAndLeavesTheKeyCommitted"),
+        Arguments.of(
+            ClaimIgnoresOrderingKeysContract.class,
+            DedupStoreContract.OrderedOutbox.class,
+            "aClaimHandsOutOnlyTheOldestEntryOfEachOrderingKey"),
+        Arguments.of(
+            ClaimIgnoresOrderingKeysContract.class,
+            DedupStoreContract.OrderedOutbox.class,
+            "concurrentClaimersNeverHoldTwoEntriesOfOneKeyAndDeliverEachKeyInOrder"),
+        Arguments.of(
+            SettlesWithoutFenceContract.class,
+            DedupStoreContract.OrderedOutbox.class,
+            "aStaleClaimersLateAnswersChangeNothing"),
+        Arguments.of(
+            LenientLimitsContract.class,
+            DedupStoreContract.OrderedOutbox.class,
+            "numbersBelowOneAreRejectedAlikeByEveryStore"),
         Arguments.of(
             FifoEvictionContract.class,
             DedupStoreContract.BoundedKeys.class,

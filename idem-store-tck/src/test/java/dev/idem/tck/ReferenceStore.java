@@ -22,12 +22,14 @@ import dev.idem.spi.StoreCapabilities;
 import dev.idem.spi.StoredEntry;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.TreeMap;
 import org.jspecify.annotations.Nullable;
 
@@ -253,11 +255,19 @@ class ReferenceStore implements DedupStore, OutboxStore {
 
   @Override
   public List<OutboxRecord> claim(String queue, int max, long nowMillis, long claimMillis) {
+    if (max < 1 || claimMillis < 1) {
+      throw new IllegalArgumentException("claim needs max >= 1 and claimMillis >= 1");
+    }
     synchronized (storage) {
       List<OutboxRecord> out = new ArrayList<>();
+      Set<String> heads = new HashSet<>();
       for (Item item : queue(queue).values()) {
         if (out.size() == max) {
           break;
+        }
+        String orderingKey = item.message.orderingKey();
+        if (orderingKey != null && !heads.add(orderingKey) && keepsOrder()) {
+          continue; // an earlier entry of its key is still there
         }
         if (item.hiddenUntil <= nowMillis) {
           item.hiddenUntil = nowMillis + claimMillis;
@@ -277,10 +287,32 @@ class ReferenceStore implements DedupStore, OutboxStore {
     }
   }
 
+  /** Whether claims hand out only the head of each ordering key (a mutant says no). */
+  boolean keepsOrder() {
+    return true;
+  }
+
+  /** Whether the fenced settle forms compare the claim (a mutant says no). */
+  boolean fences() {
+    return true;
+  }
+
+  private boolean stillClaimedBy(OutboxRecord claimed) {
+    Item item = queue(claimed.queue()).get(claimed.id());
+    return item != null && (!fences() || item.attempts == claimed.attempts());
+  }
+
   @Override
   public boolean acknowledge(String queue, long id) {
     synchronized (storage) {
       return queue(queue).remove(id) != null;
+    }
+  }
+
+  @Override
+  public boolean acknowledge(OutboxRecord claimed) {
+    synchronized (storage) {
+      return stillClaimedBy(claimed) && acknowledge(claimed.queue(), claimed.id());
     }
   }
 
@@ -292,6 +324,17 @@ class ReferenceStore implements DedupStore, OutboxStore {
         item.hiddenUntil = notBeforeMillis;
         item.lastError = error;
       }
+    }
+  }
+
+  @Override
+  public boolean reschedule(OutboxRecord claimed, long notBeforeMillis, String error) {
+    synchronized (storage) {
+      if (!stillClaimedBy(claimed)) {
+        return false;
+      }
+      reschedule(claimed.queue(), claimed.id(), notBeforeMillis, error);
+      return true;
     }
   }
 
@@ -318,7 +361,21 @@ class ReferenceStore implements DedupStore, OutboxStore {
   }
 
   @Override
+  public boolean deadLetter(OutboxRecord claimed, String reason, long nowMillis) {
+    synchronized (storage) {
+      if (!stillClaimedBy(claimed)) {
+        return false;
+      }
+      deadLetter(claimed.queue(), claimed.id(), reason, nowMillis);
+      return true;
+    }
+  }
+
+  @Override
   public List<DeadLetter> deadLetters(String queue, int limit) {
+    if (limit < 1) {
+      throw new IllegalArgumentException("deadLetters needs limit >= 1");
+    }
     synchronized (storage) {
       open();
       List<DeadLetter> all = storage.deadLetters.getOrDefault(queue, List.of());
@@ -395,6 +452,9 @@ class ReferenceStore implements DedupStore, OutboxStore {
 
   @Override
   public List<PendingEntry> pending(String queue, int limit) {
+    if (limit < 1) {
+      throw new IllegalArgumentException("pending needs limit >= 1");
+    }
     synchronized (storage) {
       List<PendingEntry> out = new ArrayList<>();
       for (Item item : queue(queue).values()) {

@@ -2,9 +2,15 @@ package dev.idem.tck;
 
 import dev.idem.TimeSource;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.StoreCapabilities;
 
 /** The suite passes on the reference store, with every capability on. */
 class ReferenceStoreContractTest extends DedupStoreContract {
+
+  @Override
+  protected StoreCapabilities expectedCapabilities() {
+    return ReferenceStore.all();
+  }
 
   @Override
   protected DedupStore newStore(TimeSource time) {

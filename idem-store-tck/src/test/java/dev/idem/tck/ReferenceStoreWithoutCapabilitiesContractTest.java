@@ -21,6 +21,11 @@ import dev.idem.spi.StoreCapabilities;
 class ReferenceStoreWithoutCapabilitiesContractTest extends DedupStoreContract {
 
   @Override
+  protected StoreCapabilities expectedCapabilities() {
+    return new StoreCapabilities(false, false, false, false);
+  }
+
+  @Override
   protected DedupStore newStore(TimeSource time) {
     return new Plain(
         new ReferenceStore(new ReferenceStore.Storage(), Integer.MAX_VALUE, ReferenceStore.all()));

@@ -121,9 +121,11 @@ import org.jspecify.annotations.Nullable;
  * visible together with its commit; it is appended only when the commit changes the key from in
  * flight to committed, so a repeated commit with the same token appends nothing. Entries are kept
  * per queue in append order and are not bounded by {@code maxKeys}; each queue keeps at most {@link
- * MemoryStoreConfig#deadLettersPerQueue()} dead letters, dropping the oldest. Nothing is durable:
- * this outbox suits tests and single-process services that accept losing pending deliveries on a
- * crash.
+ * MemoryStoreConfig#deadLettersPerQueue()} dead letters, dropping the oldest. Entries with an
+ * ordering key are handed out one at a time per key, oldest first (see {@link OutboxStore}); the
+ * fenced acknowledge, reschedule and dead letter compare the claim's attempts under the queue's
+ * monitor. Nothing is durable: this outbox suits tests and single-process services that accept
+ * losing pending deliveries on a crash.
  *
  * <p>Thread-safe. {@link #capabilities()}: bounded keys, not durable, no native expiry, outbox.
  */
@@ -747,17 +749,17 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   /**
    * {@inheritDoc}
    *
-   * @throws IllegalArgumentException if {@code max} or {@code claimMillis} is negative
+   * @throws IllegalArgumentException if {@code max} or {@code claimMillis} is less than 1
    * @throws IllegalStateException if the store is closed
    */
   @Override
   public List<OutboxRecord> claim(String queue, int max, long nowMillis, long claimMillis) {
-    if (max < 0 || claimMillis < 0) {
+    if (max < 1 || claimMillis < 1) {
       throw new IllegalArgumentException(
-          "claim needs max >= 0 and claimMillis >= 0, got " + max + " and " + claimMillis);
+          "claim needs max >= 1 and claimMillis >= 1, got " + max + " and " + claimMillis);
     }
     OutboxQueue q = existingQueue(queue);
-    return q == null || max == 0 ? List.of() : q.claim(max, nowMillis, claimMillis);
+    return q == null ? List.of() : q.claim(max, nowMillis, claimMillis);
   }
 
   /**
@@ -768,7 +770,18 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   @Override
   public boolean acknowledge(String queue, long id) {
     OutboxQueue q = existingQueue(queue);
-    return q != null && q.acknowledge(id);
+    return q != null && q.acknowledge(id, -1);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * @throws IllegalStateException if the store is closed
+   */
+  @Override
+  public boolean acknowledge(OutboxRecord claimed) {
+    OutboxQueue q = existingQueue(claimed.queue());
+    return q != null && q.acknowledge(claimed.id(), claimed.attempts());
   }
 
   /**
@@ -782,8 +795,20 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   public void reschedule(String queue, long id, long notBeforeMillis, String error) {
     OutboxQueue q = existingQueue(queue);
     if (q != null) {
-      q.reschedule(id, notBeforeMillis, error);
+      q.reschedule(id, -1, notBeforeMillis, error);
     }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * @throws IllegalStateException if the store is closed
+   */
+  @Override
+  public boolean reschedule(OutboxRecord claimed, long notBeforeMillis, String error) {
+    Objects.requireNonNull(error, "error");
+    OutboxQueue q = existingQueue(claimed.queue());
+    return q != null && q.reschedule(claimed.id(), claimed.attempts(), notBeforeMillis, error);
   }
 
   /**
@@ -798,8 +823,23 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   public void deadLetter(String queue, long id, String reason, long nowMillis) {
     OutboxQueue q = existingQueue(queue);
     if (q != null) {
-      q.deadLetter(id, reason, nowMillis);
+      q.deadLetter(id, -1, reason, nowMillis);
     }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>The queue keeps at most {@link MemoryStoreConfig#deadLettersPerQueue()} dead letters,
+   * dropping the oldest.
+   *
+   * @throws IllegalStateException if the store is closed
+   */
+  @Override
+  public boolean deadLetter(OutboxRecord claimed, String reason, long nowMillis) {
+    Objects.requireNonNull(reason, "reason");
+    OutboxQueue q = existingQueue(claimed.queue());
+    return q != null && q.deadLetter(claimed.id(), claimed.attempts(), reason, nowMillis);
   }
 
   /**
@@ -809,8 +849,9 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    */
   @Override
   public List<DeadLetter> deadLetters(String queue, int limit) {
+    checkLimit(limit, "deadLetters");
     OutboxQueue q = existingQueue(queue);
-    return q == null || limit <= 0 ? List.of() : q.deadLetters(limit);
+    return q == null ? List.of() : q.deadLetters(limit);
   }
 
   /**
@@ -875,8 +916,15 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    */
   @Override
   public List<PendingEntry> pending(String queue, int limit) {
+    checkLimit(limit, "pending");
     OutboxQueue q = existingQueue(queue);
-    return q == null || limit <= 0 ? List.of() : q.pending(limit);
+    return q == null ? List.of() : q.pending(limit);
+  }
+
+  private static void checkLimit(int limit, String what) {
+    if (limit < 1) {
+      throw new IllegalArgumentException(what + " needs limit >= 1, got " + limit);
+    }
   }
 
   /**
@@ -914,7 +962,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
           if (s == SettleResult.APPLIED) {
             for (int i = 0; i < queues.length; i++) {
               OutboxMessage m = messages.get(i);
-              queues[i].append(m.key(), m.payload(), c.nowMillis());
+              queues[i].append(m.key(), m.payload(), m.orderingKey(), c.nowMillis());
             }
           }
           return applied(s);

@@ -373,13 +373,6 @@ final class ConfigConverter {
             at + ".require_durable",
             "redis",
             type);
-    ok &=
-        onlyFor(
-            s.claimTimeout != null,
-            type != StoreType.REDIS,
-            at + ".claim_timeout",
-            "rocksdb, memory and jdbc (stores with an outbox)",
-            type);
     ok &= onlyFor(s.instanceId != null, type == StoreType.JDBC, at + ".instance_id", "jdbc", type);
     ok &= onlyFor(s.layout != null, type == StoreType.REDIS, at + ".layout", "redis", type);
     ok &=
@@ -588,9 +581,17 @@ final class ConfigConverter {
       } else if (effective != null && !effective.type().hasOutbox()) {
         problem(
             at + ".deliver.mode",
-            "async needs a store with an outbox (rocksdb, memory or jdbc); this pipeline's store is "
+            "async needs a store with an outbox (rocksdb, memory, jdbc or redis); this pipeline's"
+                + " store is "
                 + effective.type().configName()
                 + "; use mode: sync or another store");
+      } else if (effective != null && redisClusterWithoutHashTag(effective)) {
+        problem(
+            at + ".deliver.mode",
+            "async on a Redis Cluster needs the dedup keys and the outbox in one slot: give the"
+                + " store a prefix with a hash tag (e.g. prefix: 'idem:{"
+                + p.id
+                + "}:'; all its keys then live on one shard), or use mode: sync");
       }
     }
     if (dedup != null && dedup.mode() == DedupMode.REPLAY && deliver.mode() != DeliveryMode.SYNC) {
@@ -1499,5 +1500,20 @@ final class ConfigConverter {
     return orNull(
         () -> new SinkSettings.Jdbc(j.url, j.table, j.username, j.password),
         j.url.startsWith("jdbc:") ? at + ".table" : at + ".url");
+  }
+
+  /** A Redis URL with several hosts names cluster seeds; the outbox needs a hash tag there. */
+  private static boolean redisClusterWithoutHashTag(StoreSettings s) {
+    String url = s.url();
+    String prefix = s.prefix() == null ? StoreSettings.DEFAULT_PREFIX : s.prefix();
+    if (s.type() != StoreType.REDIS || url == null) {
+      return false;
+    }
+    String hosts = url.replaceFirst("(?i)^rediss?://", "").replaceFirst("[/?#].*$", "");
+    if (!hosts.contains(",") || url.toLowerCase(java.util.Locale.ROOT).contains("sentinel")) {
+      return false;
+    }
+    int open = prefix.indexOf('{');
+    return open < 0 || prefix.indexOf('}', open + 1) <= open + 1;
   }
 }

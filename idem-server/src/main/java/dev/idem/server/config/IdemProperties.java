@@ -130,7 +130,7 @@ public final class IdemProperties {
     /** {@code fail_fast} (redis, jdbc: fail the start when the store cannot be reached). */
     public @Nullable Boolean failFast;
 
-    /** {@code claim_timeout} (rocksdb, memory, jdbc: how long an outbox claim hides an entry). */
+    /** {@code claim_timeout} (every store: how long an outbox claim hides an entry). */
     public @Nullable String claimTimeout;
 
     /** {@code instance_id} (jdbc: this instance's stable identity among those sharing tables). */

@@ -8,7 +8,10 @@ public enum StoreType implements ConfigName {
   ROCKSDB,
   /** In the process's memory, bounded per pipeline; lost on restart. Has a (non-durable) outbox. */
   MEMORY,
-  /** A Redis server shared by many instances. No outbox. */
+  /**
+   * A Redis server shared by many instances. Has an outbox (on a Redis Cluster only with a hash tag
+   * in the prefix).
+   */
   REDIS,
   /** A PostgreSQL, MariaDB or H2 database shared by many instances. Has an outbox. */
   JDBC;
@@ -32,9 +35,9 @@ public enum StoreType implements ConfigName {
    * Returns whether this kind of store also keeps an outbox, which {@code deliver.mode: async}
    * needs.
    *
-   * @return true for rocksdb, memory and jdbc
+   * @return true for every kind (a Redis Cluster also needs a hash tag in the prefix)
    */
   public boolean hasOutbox() {
-    return this != REDIS;
+    return true;
   }
 }

@@ -58,12 +58,16 @@ import org.slf4j.LoggerFactory;
  * those claims when it numbers attempts. That correction lives in memory: after a restart, an entry
  * that waited behind a failing one may have that many fewer retries left.
  *
- * <p><b>Restarts and several instances.</b> Blocked keys live in memory. Within one process a later
- * entry never overtakes an earlier one of its key; across a restart, an entry that was not yet
- * handed back (appended while its key was blocked, or claimed when the process stopped) may be
- * delivered before the earlier entry's retry. Likewise, two instances dispatching the same queue of
- * a shared store keep each key in order only within each instance. Ordering across restarts and
- * instances needs the store to know ordering keys (see docs/delivery.md).
+ * <p><b>Restarts and several instances.</b> When the entries carry their ordering key in the store
+ * ({@link dev.idem.spi.OutboxMessage#orderingKey()}), the store hands out one entry per key at a
+ * time, oldest first, to every dispatcher of the queue, in this process or another, across
+ * restarts; the lanes here then only ever hold one entry of a key. Entries enqueued without it are
+ * ordered by the lanes alone: within one process a later entry never overtakes an earlier one of
+ * its key, but across a restart or between two instances it may (see docs/delivery.md).
+ *
+ * <p><b>Fencing.</b> Acknowledge, reschedule and dead letter go through the store's fenced forms:
+ * if this dispatcher's claim ran out and another claim took the entry over, its late answer changes
+ * nothing (logged at INFO).
  *
  * <p><b>Waking.</b> The dispatcher claims as soon as {@link #wakeUp()} is called (call it after
  * each {@code commitAndEnqueue}; it is cheap and coalesces), when a retry it scheduled becomes due
@@ -336,7 +340,7 @@ public final class OutboxDispatcher implements AutoCloseable {
       lock.lock();
       try {
         Entry existing = held.get(record.id());
-        if (existing != null) {
+        if (existing != null && !existing.answered) {
           // Its claim ran out while it waited here; keep the one copy, with the newer count.
           existing.record = record;
           countUnusedClaim(record.id());
@@ -484,10 +488,16 @@ public final class OutboxDispatcher implements AutoCloseable {
       lock.unlock();
     }
     long id = record.id();
+    // From here a new claim of this entry (its retry fell due before this worker released it) is
+    // a new delivery, not a copy of this one: admit takes it, and this settle is fenced off if the
+    // new claim came first.
+    entry.answered = true;
 
     if (outcome instanceof DeliveryOutcome.Delivered) {
       try {
-        outbox.acknowledge(queue, id);
+        if (!outbox.acknowledge(record)) {
+          tookOver(id, "delivered");
+        }
       } catch (RuntimeException e) {
         LOG.warn(
             "outbox queue {}: entry {} was delivered but could not be acknowledged; it will be"
@@ -521,7 +531,9 @@ public final class OutboxDispatcher implements AutoCloseable {
           null,
           failed.retryable() ? "dead letter: no retries left" : "dead letter: not retryable");
       try {
-        outbox.deadLetter(queue, id, reason, now);
+        if (!outbox.deadLetter(record, reason, now)) {
+          tookOver(id, "failed for good");
+        }
         LogFields.delivery(
             queue,
             id,
@@ -545,7 +557,9 @@ public final class OutboxDispatcher implements AutoCloseable {
     long retryAt =
         now + retry.backoff(attempt, jitter.getAsDouble(), failed.retryAfter()).toMillis();
     try {
-      outbox.reschedule(queue, id, retryAt, failed.error());
+      if (!outbox.reschedule(record, retryAt, failed.error())) {
+        tookOver(id, "failed");
+      }
     } catch (RuntimeException e) {
       LOG.warn(
           "outbox queue {}: entry {} could not be rescheduled; it comes back after its claim runs"
@@ -566,6 +580,17 @@ public final class OutboxDispatcher implements AutoCloseable {
     Listeners.retry(listener, delivery.pipeline(), attempt, failed.error());
     retryDueAt(retryAt);
     return retryAt;
+  }
+
+  /** Logs an answer the store fenced off: the claim ran out and another claim took the entry. */
+  private void tookOver(long id, String what) {
+    LOG.info(
+        "outbox queue {}: entry {} {}, but its claim had run out and another claim took it over"
+            + " (its answer counts, this one changes nothing); raise claim_timeout if deliveries"
+            + " take that long",
+        queue,
+        id,
+        what);
   }
 
   /**
@@ -610,7 +635,7 @@ public final class OutboxDispatcher implements AutoCloseable {
   // ---------------------------------------------------------------- bookkeeping (under lock)
 
   private void release(Entry entry) {
-    held.remove(entry.record.id());
+    held.remove(entry.record.id(), entry); // not a newer claim of the same entry
     if (starved && held.size() <= maxInFlight / 2) {
       starved = false;
       wakeUp();
@@ -729,6 +754,9 @@ public final class OutboxDispatcher implements AutoCloseable {
 
     final Delivery delivery;
     volatile boolean started;
+
+    /** The attempt is over and its outcome is being written: a new claim is a new delivery. */
+    volatile boolean answered;
 
     Entry(OutboxRecord record, Delivery delivery) {
       this.record = record;

@@ -51,7 +51,8 @@ class OutboxDispatcherJdbcStoreTest {
     private void dropTables(String url, String prefix) {
       try (Connection c = DriverManager.getConnection(url);
           Statement st = c.createStatement()) {
-        for (String table : new String[] {"keys", "outbox", "dead_letters", "schema_version"}) {
+        for (String table :
+            new String[] {"keys", "outbox", "outbox_keys", "dead_letters", "schema_version"}) {
           st.execute("DROP TABLE IF EXISTS " + prefix + table);
         }
       } catch (Exception e) {

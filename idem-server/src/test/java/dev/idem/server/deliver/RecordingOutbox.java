@@ -95,6 +95,27 @@ final class RecordingOutbox implements OutboxStore {
   }
 
   @Override
+  public boolean acknowledge(OutboxRecord claimed) {
+    synchronized (this) {
+      acknowledged.add(keysById.get(claimed.id()));
+    }
+    return delegate.acknowledge(claimed);
+  }
+
+  @Override
+  public boolean reschedule(OutboxRecord claimed, long notBeforeMillis, String error) {
+    synchronized (this) {
+      reschedules.add(new Reschedule(keysById.get(claimed.id()), notBeforeMillis, error));
+    }
+    return delegate.reschedule(claimed, notBeforeMillis, error);
+  }
+
+  @Override
+  public boolean deadLetter(OutboxRecord claimed, String reason, long nowMillis) {
+    return delegate.deadLetter(claimed, reason, nowMillis);
+  }
+
+  @Override
   public void reschedule(String queue, long id, long notBeforeMillis, String error) {
     synchronized (this) {
       reschedules.add(new Reschedule(keysById.get(id), notBeforeMillis, error));

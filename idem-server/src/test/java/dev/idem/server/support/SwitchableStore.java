@@ -151,6 +151,24 @@ public final class SwitchableStore implements DedupStore, OutboxStore {
   }
 
   @Override
+  public boolean acknowledge(OutboxRecord claimed) {
+    check();
+    return store.acknowledge(claimed);
+  }
+
+  @Override
+  public boolean reschedule(OutboxRecord claimed, long notBeforeMillis, String error) {
+    check();
+    return store.reschedule(claimed, notBeforeMillis, error);
+  }
+
+  @Override
+  public boolean deadLetter(OutboxRecord claimed, String reason, long nowMillis) {
+    check();
+    return store.deadLetter(claimed, reason, nowMillis);
+  }
+
+  @Override
   public List<DeadLetter> deadLetters(String queue, int limit) {
     check();
     return store.deadLetters(queue, limit);

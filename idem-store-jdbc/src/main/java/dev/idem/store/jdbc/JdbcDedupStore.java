@@ -49,6 +49,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -901,6 +902,7 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
               return committedWith(c, commit) ? SettleResult.APPLIED : SettleResult.STALE;
             }
           }
+          lockOrderingKeys(c, copy);
           try (PreparedStatement ps = c.prepareStatement(sql.enqueue)) {
             for (OutboxMessage message : copy) {
               ps.setString(1, message.queue());
@@ -908,6 +910,7 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
               ps.setBytes(3, message.payload());
               ps.setLong(4, commit.nowMillis());
               ps.setLong(5, commit.nowMillis());
+              ps.setString(6, message.orderingKey());
               if (copy.size() == 1) {
                 ps.executeUpdate();
               } else {
@@ -923,10 +926,44 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   }
 
   /**
+   * Row-locks the row of each ordering key of the messages (creating it if missing), in a fixed
+   * order so that two transactions never wait for each other in a cycle: the enqueues of one key
+   * then take their ids one after another, in commit order.
+   */
+  private void lockOrderingKeys(Connection c, List<OutboxMessage> messages) throws SQLException {
+    TreeSet<String[]> keys =
+        new TreeSet<>(Comparator.<String[], String>comparing(k -> k[0]).thenComparing(k -> k[1]));
+    for (OutboxMessage m : messages) {
+      if (m.orderingKey() != null) {
+        keys.add(new String[] {m.queue(), m.orderingKey()});
+      }
+    }
+    if (keys.isEmpty()) {
+      return;
+    }
+    try (PreparedStatement ps = c.prepareStatement(sql.lockOrderingKey)) {
+      for (String[] k : keys) {
+        ps.setString(1, k[0]);
+        ps.setString(2, k[1]);
+        ps.executeUpdate();
+      }
+    }
+  }
+
+  /**
    * {@inheritDoc}
    *
-   * <p>PostgreSQL: one {@code UPDATE} over a {@code SELECT ... FOR UPDATE SKIP LOCKED}; MariaDB and
-   * H2: the same select and update in one transaction.
+   * <p>Ordering keys: each enqueue of a message with an ordering key first row-locks that key's row
+   * in {@code <prefix>outbox_keys} (a per-key row, created on first use), so the entries of one key
+   * get their ids in commit order. A claim then picks, without locks, the claimable entries that
+   * have no ordering key or are the oldest entry of theirs (by id, through the index {@code (queue,
+   * ordering_key, id)}), and row-locks them with {@code FOR UPDATE SKIP LOCKED}, which checks again
+   * on each row's latest version that it may still be claimed. Two claimers thus never get two
+   * entries of one key: the second entry of a key is not its oldest while the first is there, and a
+   * reader can never see a key's later entry without its earlier ones.
+   *
+   * <p>PostgreSQL: one statement (the pick, the locking read and the {@code UPDATE}); MariaDB and
+   * H2: the pick, the locking read and the update in one transaction.
    */
   @Override
   public List<OutboxRecord> claim(String queue, int max, long nowMillis, long claimMillis) {
@@ -949,9 +986,11 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
               ps.setLong(2, nowMillis);
               ps.setLong(3, nowMillis);
               ps.setInt(4, max);
-              ps.setLong(5, until);
-              ps.setString(6, instanceId);
-              ps.setString(7, bootId);
+              ps.setLong(5, nowMillis);
+              ps.setLong(6, nowMillis);
+              ps.setLong(7, until);
+              ps.setString(8, instanceId);
+              ps.setString(9, bootId);
               try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                   out.add(readRecord(rs, queue, 0));
@@ -966,11 +1005,29 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
         "claim",
         c -> {
           List<OutboxRecord> out = new ArrayList<>();
-          try (PreparedStatement ps = c.prepareStatement(sql.selectClaimable)) {
+          List<Long> heads = new ArrayList<>();
+          try (PreparedStatement ps = c.prepareStatement(sql.selectClaimableHeads)) {
             ps.setString(1, queue);
             ps.setLong(2, nowMillis);
             ps.setLong(3, nowMillis);
             ps.setInt(4, max);
+            try (ResultSet rs = ps.executeQuery()) {
+              while (rs.next()) {
+                heads.add(rs.getLong(1));
+              }
+            }
+          }
+          if (heads.isEmpty()) {
+            return out;
+          }
+          try (PreparedStatement ps = c.prepareStatement(sql.selectClaimableByIds(heads.size()))) {
+            int i = 1;
+            for (long id : heads) {
+              ps.setLong(i++, id);
+            }
+            ps.setString(i++, queue);
+            ps.setLong(i++, nowMillis);
+            ps.setLong(i, nowMillis);
             try (ResultSet rs = ps.executeQuery()) {
               while (rs.next()) {
                 out.add(readRecord(rs, queue, 1));
@@ -1053,6 +1110,70 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   /**
    * {@inheritDoc}
    *
+   * <p>Here: one {@code DELETE} that also matches the claim's attempts.
+   */
+  @Override
+  public boolean acknowledge(OutboxRecord claimed) {
+    ensureOpen();
+    checkQueue(claimed.queue());
+    return exec.write(
+        "acknowledge",
+        c -> {
+          try (PreparedStatement ps = c.prepareStatement(sql.acknowledgeFenced)) {
+            ps.setString(1, claimed.queue());
+            ps.setLong(2, claimed.id());
+            ps.setInt(3, claimed.attempts());
+            return ps.executeUpdate() > 0;
+          }
+        });
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: one {@code UPDATE} that also matches the claim's attempts. The error is kept up to
+   * 4000 characters.
+   */
+  @Override
+  public boolean reschedule(OutboxRecord claimed, long notBeforeMillis, String error) {
+    ensureOpen();
+    checkQueue(claimed.queue());
+    String e = truncate(Objects.requireNonNull(error, "error"));
+    return exec.write(
+        "reschedule",
+        c -> {
+          try (PreparedStatement ps = c.prepareStatement(sql.rescheduleFenced)) {
+            ps.setLong(1, notBeforeMillis);
+            ps.setString(2, e);
+            ps.setString(3, claimed.queue());
+            ps.setLong(4, claimed.id());
+            ps.setInt(5, claimed.attempts());
+            return ps.executeUpdate() > 0;
+          }
+        });
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: as {@link #deadLetter(String, long, String, long)}, matching the claim's attempts.
+   */
+  @Override
+  public boolean deadLetter(OutboxRecord claimed, String reason, long nowMillis) {
+    ensureOpen();
+    checkQueue(claimed.queue());
+    return moveToDeadLetters(
+            claimed.queue(),
+            claimed.id(),
+            claimed.attempts(),
+            truncate(Objects.requireNonNull(reason, "reason")),
+            nowMillis)
+        > 0;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
    * <p>An entry that is no longer there (acknowledged or dead lettered) is left alone. The error is
    * kept up to 4000 characters.
    */
@@ -1085,27 +1206,39 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   public void deadLetter(String queue, long id, String reason, long nowMillis) {
     ensureOpen();
     checkQueue(queue);
-    String why = truncate(Objects.requireNonNull(reason, "reason"));
+    moveToDeadLetters(queue, id, -1, truncate(Objects.requireNonNull(reason, "reason")), nowMillis);
+  }
+
+  /** Moves an entry (still under claim {@code fence}, unless it is -1) to the dead letters. */
+  private int moveToDeadLetters(String queue, long id, int fence, String why, long nowMillis) {
     if (dialect == JdbcDialect.POSTGRESQL) {
-      exec.write(
+      return exec.write(
           "deadLetter",
           c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.deadLetter)) {
-              ps.setString(1, queue);
-              ps.setLong(2, id);
-              ps.setLong(3, nowMillis);
-              ps.setString(4, why);
+            try (PreparedStatement ps =
+                c.prepareStatement(fence < 0 ? sql.deadLetter : sql.deadLetterFenced)) {
+              int i = 1;
+              ps.setString(i++, queue);
+              ps.setLong(i++, id);
+              if (fence >= 0) {
+                ps.setInt(i++, fence);
+              }
+              ps.setLong(i++, nowMillis);
+              ps.setString(i, why);
               return ps.executeUpdate();
             }
           });
-      return;
     }
-    exec.transaction(
+    return exec.transaction(
         "deadLetter",
         c -> {
-          try (PreparedStatement lock = c.prepareStatement(sql.lockOutboxRow)) {
+          try (PreparedStatement lock =
+              c.prepareStatement(fence < 0 ? sql.lockOutboxRow : sql.lockOutboxRowFenced)) {
             lock.setString(1, queue);
             lock.setLong(2, id);
+            if (fence >= 0) {
+              lock.setInt(3, fence);
+            }
             try (ResultSet rs = lock.executeQuery()) {
               if (!rs.next()) {
                 return 0;
@@ -1233,6 +1366,8 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
             ps.setBytes(3, d.payload());
             ps.setLong(4, nowMillis);
             ps.setLong(5, nowMillis);
+            // dead_letters keeps no ordering key: the requeued entry has none
+            ps.setNull(6, Types.VARCHAR);
             ps.executeUpdate();
             try (ResultSet keys = ps.getGeneratedKeys()) {
               if (!keys.next()) {

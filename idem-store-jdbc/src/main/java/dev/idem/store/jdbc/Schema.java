@@ -155,7 +155,8 @@ final class Schema {
         new String[][] {
           {sql.keys, sql.probeKeys},
           {sql.outbox, sql.probeOutbox},
-          {sql.deadLetters, sql.probeDeadLetters}
+          {sql.deadLetters, sql.probeDeadLetters},
+          {sql.outboxKeys, sql.probeOutboxKeys}
         }) {
       try (Statement st = c.createStatement();
           ResultSet rs = st.executeQuery(probe[1])) {

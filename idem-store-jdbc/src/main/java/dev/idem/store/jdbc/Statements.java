@@ -26,6 +26,7 @@ final class Statements {
   final String keys;
   final String outbox;
   final String deadLetters;
+  final String outboxKeys;
   final String schemaVersion;
 
   // ---- keys -------------------------------------------------------------------------------------
@@ -102,21 +103,31 @@ final class Statements {
 
   // ---- outbox -----------------------------------------------------------------------------------
 
-  /** Appends to the outbox. Parameters: queue, key, payload, now (enqueued), now (not before). */
+  /**
+   * Appends to the outbox. Parameters: queue, key, payload, now (enqueued), now (not before),
+   * ordering key (or null).
+   */
   final String enqueue;
 
   /**
-   * PostgreSQL only: claims in one statement. Parameters: queue, now, now, max, claimed until,
-   * claimant (instance id or null), boot id. Returns id, dedup_key, payload, attempts (after the
-   * claim), enqueued_ms, last_error.
+   * Creates the row of an ordering key if it is missing and row-locks it until the transaction
+   * ends, so that enqueues of one ordering key take their ids one after another. Parameters: queue,
+   * ordering key.
+   */
+  final String lockOrderingKey;
+
+  /**
+   * PostgreSQL only: claims in one statement. Parameters: queue, now, now, max, now, now, claimed
+   * until, claimant (instance id or null), boot id. Returns id, dedup_key, payload, attempts (after
+   * the claim), enqueued_ms, last_error.
    */
   final String claim;
 
   /**
-   * MariaDB and H2: selects and row-locks claimable entries, skipping locked ones. Parameters:
-   * queue, now, now, max.
+   * MariaDB and H2: the ids of claimable entries, each without an ordering key or the oldest entry
+   * of its key, without locking. Parameters: queue, now, now, max.
    */
-  final String selectClaimable;
+  final String selectClaimableHeads;
 
   /** Marks one entry claimed. Parameters: claimed until, claimant (or null), boot id, id. */
   final String markClaimed;
@@ -131,8 +142,14 @@ final class Statements {
   /** Parameters: queue, id. */
   final String acknowledge;
 
+  /** Parameters: queue, id, attempts (the claim's fence). */
+  final String acknowledgeFenced;
+
   /** Parameters: not before, last error, queue, id. */
   final String reschedule;
+
+  /** Parameters: not before, last error, queue, id, attempts. */
+  final String rescheduleFenced;
 
   /**
    * PostgreSQL: moves an entry to the dead letters in one statement. Parameters: queue, id, dead
@@ -140,8 +157,14 @@ final class Statements {
    */
   final String deadLetter;
 
+  /** As {@link #deadLetter} with the fence. Parameters: queue, id, attempts, dead at, reason. */
+  final String deadLetterFenced;
+
   /** Row-locks one outbox entry. Parameters: queue, id. */
   final String lockOutboxRow;
+
+  /** Row-locks one outbox entry still under a claim. Parameters: queue, id, attempts. */
+  final String lockOutboxRowFenced;
 
   /** Copies one outbox entry to the dead letters. Parameters: dead at, reason, queue, id. */
   final String copyToDeadLetters;
@@ -185,6 +208,7 @@ final class Statements {
   final String probeKeys;
   final String probeOutbox;
   final String probeDeadLetters;
+  final String probeOutboxKeys;
 
   Statements(JdbcDialect dialect, String prefix) {
     if (prefix == null || !PREFIX.matcher(prefix).matches()) {
@@ -198,6 +222,7 @@ final class Statements {
     keys = prefix + "keys";
     outbox = prefix + "outbox";
     deadLetters = prefix + "dead_letters";
+    outboxKeys = prefix + "outbox_keys";
     schemaVersion = prefix + "schema_version";
 
     String entryColumns = "state, token, since_ms, deadline_ms, fingerprint, result";
@@ -300,15 +325,45 @@ final class Statements {
         "INSERT INTO "
             + outbox
             + " (queue, dedup_key, payload, attempts, enqueued_ms, not_before_ms,"
-            + " claimed_until_ms) VALUES (?, ?, ?, 0, ?, ?, 0)";
-    String claimable =
-        " WHERE queue = ? AND not_before_ms <= ? AND claimed_until_ms <= ? ORDER BY id ";
+            + " claimed_until_ms, ordering_key) VALUES (?, ?, ?, 0, ?, ?, 0, ?)";
+    lockOrderingKey =
+        switch (dialect) {
+          case POSTGRESQL ->
+              "INSERT INTO "
+                  + outboxKeys
+                  + " (queue, ordering_key) VALUES (?, ?) ON CONFLICT (queue, ordering_key)"
+                  + " DO UPDATE SET queue = EXCLUDED.queue";
+          case MARIADB ->
+              "INSERT INTO "
+                  + outboxKeys
+                  + " (queue, ordering_key) VALUES (?, ?) ON DUPLICATE KEY UPDATE queue = queue";
+          case H2 ->
+              "MERGE INTO "
+                  + outboxKeys
+                  + " (queue, ordering_key) KEY (queue, ordering_key) VALUES (?, ?)";
+        };
+    // The oldest entry of each ordering key, read without locks: enqueues of one key take their
+    // ids in commit order (lockOrderingKey), so what a reader sees of a key is always its oldest
+    // entries, and the oldest it sees is the key's head (or was, if it was settled since).
+    String heads =
+        " WHERE o.queue = ? AND o.not_before_ms <= ? AND o.claimed_until_ms <= ?"
+            + " AND (o.ordering_key IS NULL OR o.id = (SELECT MIN(i.id) FROM "
+            + outbox
+            + " i WHERE i.queue = o.queue AND i.ordering_key = o.ordering_key))"
+            + " ORDER BY o.id ";
+    // The locking read checks again, on the row's latest version, that it may be claimed.
+    String stillClaimable = " AND not_before_ms <= ? AND claimed_until_ms <= ?";
     claim =
         dialect == JdbcDialect.POSTGRESQL
-            ? "WITH c AS (SELECT id FROM "
+            ? "WITH h AS (SELECT o.id FROM "
                 + outbox
-                + claimable
-                + "LIMIT ? FOR UPDATE SKIP LOCKED)"
+                + " o"
+                + heads
+                + "LIMIT ?), c AS (SELECT id FROM "
+                + outbox
+                + " WHERE id IN (SELECT id FROM h)"
+                + stillClaimable
+                + " FOR UPDATE SKIP LOCKED)"
                 + " UPDATE "
                 + outbox
                 + " o SET attempts = o.attempts + 1, claimed_until_ms = ?, claimant = ?, boot_id = ?"
@@ -316,12 +371,7 @@ final class Statements {
                 + " RETURNING o.id, o.dedup_key, o.payload, o.attempts, o.enqueued_ms,"
                 + " o.last_error"
             : "";
-    selectClaimable =
-        "SELECT id, dedup_key, payload, attempts, enqueued_ms, last_error FROM "
-            + outbox
-            + claimable
-            + limit
-            + " FOR UPDATE SKIP LOCKED";
+    selectClaimableHeads = "SELECT o.id FROM " + outbox + " o" + heads + limit;
     markClaimed =
         "UPDATE "
             + outbox
@@ -333,24 +383,19 @@ final class Statements {
             + " SET claimed_until_ms = 0 WHERE queue = ? AND claimed_until_ms <> 0"
             + " AND claimant = ? AND boot_id <> ?";
     acknowledge = "DELETE FROM " + outbox + " WHERE queue = ? AND id = ?";
+    acknowledgeFenced = acknowledge + " AND attempts = ?";
     reschedule =
         "UPDATE "
             + outbox
             + " SET not_before_ms = ?, claimed_until_ms = 0, last_error = ?"
             + " WHERE queue = ? AND id = ?";
-    deadLetter =
-        dialect == JdbcDialect.POSTGRESQL
-            ? "WITH d AS (DELETE FROM "
-                + outbox
-                + " WHERE queue = ? AND id = ?"
-                + " RETURNING id, queue, dedup_key, payload, attempts, enqueued_ms)"
-                + " INSERT INTO "
-                + deadLetters
-                + " (id, queue, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason)"
-                + " SELECT id, queue, dedup_key, payload, attempts, enqueued_ms,"
-                + " CAST(? AS bigint), CAST(? AS text) FROM d"
-            : "";
+    rescheduleFenced = reschedule + " AND attempts = ?";
+    deadLetter = dialect == JdbcDialect.POSTGRESQL ? postgresDeadLetter("") : "";
+    deadLetterFenced =
+        dialect == JdbcDialect.POSTGRESQL ? postgresDeadLetter(" AND attempts = ?") : "";
     lockOutboxRow = "SELECT id FROM " + outbox + " WHERE queue = ? AND id = ? FOR UPDATE";
+    lockOutboxRowFenced =
+        "SELECT id FROM " + outbox + " WHERE queue = ? AND id = ? AND attempts = ? FOR UPDATE";
     copyToDeadLetters =
         "INSERT INTO "
             + deadLetters
@@ -389,13 +434,44 @@ final class Statements {
     probeKeys = "SELECT scope, dedup_key, " + entryColumns + " FROM " + keys + " WHERE 1 = 0";
     probeOutbox =
         "SELECT id, queue, dedup_key, payload, attempts, enqueued_ms, not_before_ms,"
-            + " claimed_until_ms, last_error, claimant, boot_id FROM "
+            + " claimed_until_ms, last_error, claimant, boot_id, ordering_key FROM "
             + outbox
             + " WHERE 1 = 0";
+    probeOutboxKeys = "SELECT queue, ordering_key FROM " + outboxKeys + " WHERE 1 = 0";
     probeDeadLetters =
         "SELECT id, queue, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason FROM "
             + deadLetters
             + " WHERE 1 = 0";
+  }
+
+  /**
+   * MariaDB and H2: selects and row-locks the given entries if they may still be claimed, skipping
+   * locked ones. Parameters: {@code n} ids, queue, now, now.
+   */
+  String selectClaimableByIds(int n) {
+    StringBuilder sb =
+        new StringBuilder("SELECT id, dedup_key, payload, attempts, enqueued_ms, last_error FROM ")
+            .append(outbox)
+            .append(" WHERE id IN (");
+    for (int i = 0; i < n; i++) {
+      sb.append(i == 0 ? "?" : ", ?");
+    }
+    return sb.append(") AND queue = ? AND not_before_ms <= ? AND claimed_until_ms <= ?")
+        .append(" ORDER BY id FOR UPDATE SKIP LOCKED")
+        .toString();
+  }
+
+  private String postgresDeadLetter(String fence) {
+    return "WITH d AS (DELETE FROM "
+        + outbox
+        + " WHERE queue = ? AND id = ?"
+        + fence
+        + " RETURNING id, queue, dedup_key, payload, attempts, enqueued_ms)"
+        + " INSERT INTO "
+        + deadLetters
+        + " (id, queue, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason)"
+        + " SELECT id, queue, dedup_key, payload, attempts, enqueued_ms,"
+        + " CAST(? AS bigint), CAST(? AS text) FROM d";
   }
 
   /**

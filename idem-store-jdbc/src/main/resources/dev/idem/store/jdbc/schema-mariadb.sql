@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS ${prefix}outbox (
   last_error TEXT NULL,
   claimant VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
   boot_id VARCHAR(36) CHARACTER SET ascii COLLATE ascii_bin NULL,
+  ordering_key VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
   INDEX ${prefix}outbox_queue (queue, id)
 ) ENGINE=InnoDB;
 
@@ -46,6 +47,18 @@ CREATE TABLE IF NOT EXISTS ${prefix}outbox (
 -- the claims of its previous life. Tables created before carry them after these statements.
 ALTER TABLE ${prefix}outbox ADD COLUMN IF NOT EXISTS claimant VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL;
 ALTER TABLE ${prefix}outbox ADD COLUMN IF NOT EXISTS boot_id VARCHAR(36) CHARACTER SET ascii COLLATE ascii_bin NULL;
+
+-- Added with ordered claims: the entry's ordering key (null: none). A claim hands out only the
+-- oldest entry of each ordering key (index outbox_ordering finds it); outbox_keys has one row per
+-- ordering key ever enqueued, locked by each enqueue of that key so that a key's entries get their
+-- ids in commit order.
+ALTER TABLE ${prefix}outbox ADD COLUMN IF NOT EXISTS ordering_key VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL;
+CREATE INDEX IF NOT EXISTS ${prefix}outbox_ordering ON ${prefix}outbox (queue, ordering_key, id);
+CREATE TABLE IF NOT EXISTS ${prefix}outbox_keys (
+  queue VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+  ordering_key VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+  PRIMARY KEY (queue, ordering_key)
+) ENGINE=InnoDB;
 
 CREATE TABLE IF NOT EXISTS ${prefix}dead_letters (
   id BIGINT NOT NULL PRIMARY KEY,

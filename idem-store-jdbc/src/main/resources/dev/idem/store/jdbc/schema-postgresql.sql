@@ -35,7 +35,8 @@ CREATE TABLE IF NOT EXISTS ${prefix}outbox (
   claimed_until_ms bigint NOT NULL DEFAULT 0,
   last_error text NULL,
   claimant varchar(255) NULL,
-  boot_id varchar(36) NULL
+  boot_id varchar(36) NULL,
+  ordering_key varchar(255) NULL
 );
 
 -- Claims walk a queue oldest first.
@@ -46,6 +47,18 @@ CREATE INDEX IF NOT EXISTS ${prefix}outbox_queue ON ${prefix}outbox (queue, id);
 -- the claims of its previous life. Tables created before carry them after these statements.
 ALTER TABLE ${prefix}outbox ADD COLUMN IF NOT EXISTS claimant varchar(255) NULL;
 ALTER TABLE ${prefix}outbox ADD COLUMN IF NOT EXISTS boot_id varchar(36) NULL;
+
+-- Added with ordered claims: the entry's ordering key (null: none). A claim hands out only the
+-- oldest entry of each ordering key (index outbox_ordering finds it); outbox_keys has one row per
+-- ordering key ever enqueued, locked by each enqueue of that key so that a key's entries get their
+-- ids in commit order.
+ALTER TABLE ${prefix}outbox ADD COLUMN IF NOT EXISTS ordering_key varchar(255) NULL;
+CREATE INDEX IF NOT EXISTS ${prefix}outbox_ordering ON ${prefix}outbox (queue, ordering_key, id);
+CREATE TABLE IF NOT EXISTS ${prefix}outbox_keys (
+  queue varchar(255) NOT NULL,
+  ordering_key varchar(255) NOT NULL,
+  PRIMARY KEY (queue, ordering_key)
+);
 
 CREATE TABLE IF NOT EXISTS ${prefix}dead_letters (
   id bigint PRIMARY KEY,

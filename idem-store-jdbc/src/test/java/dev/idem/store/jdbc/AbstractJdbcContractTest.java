@@ -2,6 +2,7 @@ package dev.idem.store.jdbc;
 
 import dev.idem.TimeSource;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.StoreCapabilities;
 import dev.idem.tck.DedupStoreContract;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -22,6 +23,12 @@ abstract class AbstractJdbcContractTest extends DedupStoreContract {
   private String url;
 
   abstract TestDb db();
+
+  /** Durable (except H2, which these tests run in memory) and an outbox. */
+  @Override
+  protected StoreCapabilities expectedCapabilities() {
+    return new StoreCapabilities(false, db() != TestDb.H2, false, true);
+  }
 
   private String url() {
     if (url == null) {

@@ -71,7 +71,8 @@ enum TestDb {
   static void dropTables(String url, String prefix) throws SQLException {
     try (Connection c = connect(url);
         Statement st = c.createStatement()) {
-      for (String table : new String[] {"keys", "outbox", "dead_letters", "schema_version"}) {
+      for (String table :
+          new String[] {"keys", "outbox", "outbox_keys", "dead_letters", "schema_version"}) {
         st.execute("DROP TABLE IF EXISTS " + prefix + table);
       }
     }

@@ -9,10 +9,16 @@ import dev.idem.Scope;
 import dev.idem.StoreException;
 import dev.idem.StoreUnavailableException;
 import dev.idem.spi.CommitRequest;
+import dev.idem.spi.DeadLetter;
+import dev.idem.spi.DeadLetterQuery;
 import dev.idem.spi.DedupStateMachine;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.ExtendRequest;
 import dev.idem.spi.KeyState;
+import dev.idem.spi.OutboxMessage;
+import dev.idem.spi.OutboxRecord;
+import dev.idem.spi.OutboxStore;
+import dev.idem.spi.PendingEntry;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
@@ -28,6 +34,7 @@ import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScanCursor;
+import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulConnection;
@@ -57,6 +64,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -98,10 +107,19 @@ import org.jspecify.annotations.Nullable;
  * keys. Run the dedup Redis with {@code maxmemory-policy noeviction}: an evicted committed key lets
  * a duplicate through. See {@code docs/stores/redis.md}.
  *
+ * <p><b>Outbox.</b> The store is also an {@link OutboxStore} (for {@code deliver.mode: async}):
+ * {@link #commitAndEnqueue} commits the key and appends the messages in one Lua script; each queue
+ * keeps its entries under the hash tag {@code {queue}}, with a ready set that holds only the head
+ * of each ordering key, so claims hand out one entry per ordering key at a time across every
+ * instance sharing the Redis. On a Redis Cluster a script may touch one slot only, so the outbox
+ * needs a prefix with a hash tag (e.g. {@code idem:{orders}:}): the dedup keys and the outbox then
+ * live in one slot, on one shard. Without one, {@link #capabilities()} says no outbox and the
+ * outbox methods refuse. See {@code docs/stores/redis.md} for the layout.
+ *
  * <p>Thread-safe. Close it when done: it closes its connection, and shuts down the Lettuce client
  * if it created it (clients passed to {@link #builder(RedisClient)} stay open).
  */
-public final class RedisDedupStore implements DedupStore {
+public final class RedisDedupStore implements DedupStore, OutboxStore {
   private static final ByteArrayCodec CODEC = ByteArrayCodec.INSTANCE;
   private static final byte[] EMPTY = new byte[0];
   private static final byte[] ONE = {'1'};
@@ -116,7 +134,9 @@ public final class RedisDedupStore implements DedupStore {
   private static final System.Logger LOG = System.getLogger(RedisDedupStore.class.getName());
   private static final long DURABILITY_RECHECK_NANOS = TimeUnit.MINUTES.toNanos(1);
   private static final ReserveResult.Replaced[] REPLACED = ReserveResult.Replaced.values();
-  private static final StoreCapabilities CAPABILITIES =
+  private static final StoreCapabilities WITH_OUTBOX =
+      new StoreCapabilities(false, true, true, true);
+  private static final StoreCapabilities WITHOUT_OUTBOX =
       new StoreCapabilities(false, true, true, false);
 
   private final RedisDedupStoreConfig config;
@@ -128,6 +148,8 @@ public final class RedisDedupStore implements DedupStore {
   private final KeyLayout layout;
   private final @Nullable CompactLayout compact;
   private final long timeoutNanos;
+  private final RedisOutbox outbox;
+  private final StoreCapabilities capabilities;
   private volatile List<String> durabilityRisks = List.of();
   private volatile long durabilityCheckedNanos;
   private volatile boolean closed;
@@ -151,6 +173,13 @@ public final class RedisDedupStore implements DedupStore {
             ? new CompactLayout(config.prefix(), config.compactShards())
             : null;
     this.timeoutNanos = config.commandTimeout().toNanos();
+    boolean cluster = connection instanceof StatefulRedisClusterConnection;
+    this.outbox = new RedisOutbox(config.prefix(), cluster, this::runScript, description);
+    // The compact layout packs keys in bucket hashes that the outbox script does not write.
+    this.capabilities =
+        compact == null && RedisOutbox.supported(config.prefix(), cluster)
+            ? WITH_OUTBOX
+            : WITHOUT_OUTBOX;
   }
 
   /**
@@ -459,11 +488,12 @@ public final class RedisDedupStore implements DedupStore {
    * Returns the capabilities: keys are not bounded by the store (Redis memory is the operator's:
    * run {@code maxmemory-policy noeviction}), durable in the sense that committed keys outlive this
    * store object and its process (how long they outlive a Redis restart is Redis persistence's
-   * business), native expiry, no outbox.
+   * business), native expiry, and an outbox, except on a Redis Cluster with a prefix without a hash
+   * tag (see the class comment).
    */
   @Override
   public StoreCapabilities capabilities() {
-    return CAPABILITIES;
+    return capabilities;
   }
 
   /**
@@ -509,6 +539,172 @@ public final class RedisDedupStore implements DedupStore {
   @Override
   public String toString() {
     return "RedisDedupStore[" + description + "]";
+  }
+
+  // --- outbox ----------------------------------------------------------------------------------
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: one Lua script on the dedup key and the keys of the messages' queues: the commit, then
+   * the appends. A repeated commit with the token that committed answers {@link
+   * SettleResult#APPLIED} and appends nothing.
+   *
+   * @throws IdemConfigException on a Redis Cluster whose prefix has no hash tag
+   */
+  @Override
+  public SettleResult commitAndEnqueue(CommitRequest commit, List<OutboxMessage> messages) {
+    ensureOpen();
+    Objects.requireNonNull(commit, "commit");
+    if (messages.isEmpty()) {
+      throw new IllegalArgumentException("commitAndEnqueue needs at least one message");
+    }
+    if (compact != null) {
+      throw new IdemConfigException(
+          "commitAndEnqueue on "
+              + description
+              + ": the compact layout has no outbox; use layout standard for async delivery");
+    }
+    ScriptCall<Long> call = commitCall(commit);
+    return outbox.commitAndEnqueue(commit, call.key, List.copyOf(messages), call.argv);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: one Lua script takes the due entries from the queue's ready set (which holds only the
+   * head of each ordering key), counts the attempt and moves them to the end of their claim.
+   */
+  @Override
+  public List<OutboxRecord> claim(String queue, int max, long nowMillis, long claimMillis) {
+    ensureOpen();
+    return outbox.claim(queue, max, nowMillis, claimMillis);
+  }
+
+  @Override
+  public boolean acknowledge(String queue, long id) {
+    ensureOpen();
+    return outbox.acknowledge(queue, id, -1);
+  }
+
+  @Override
+  public boolean acknowledge(OutboxRecord claimed) {
+    ensureOpen();
+    return outbox.acknowledge(claimed.queue(), claimed.id(), claimed.attempts());
+  }
+
+  @Override
+  public void reschedule(String queue, long id, long notBeforeMillis, String error) {
+    ensureOpen();
+    outbox.reschedule(queue, id, -1, notBeforeMillis, error);
+  }
+
+  @Override
+  public boolean reschedule(OutboxRecord claimed, long notBeforeMillis, String error) {
+    ensureOpen();
+    return outbox.reschedule(
+        claimed.queue(), claimed.id(), claimed.attempts(), notBeforeMillis, error);
+  }
+
+  @Override
+  public void deadLetter(String queue, long id, String reason, long nowMillis) {
+    ensureOpen();
+    outbox.deadLetter(queue, id, -1, reason, nowMillis);
+  }
+
+  @Override
+  public boolean deadLetter(OutboxRecord claimed, String reason, long nowMillis) {
+    ensureOpen();
+    return outbox.deadLetter(claimed.queue(), claimed.id(), claimed.attempts(), reason, nowMillis);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: oldest death first (ties by id). Dead letters are kept until the keys are removed.
+   */
+  @Override
+  public List<DeadLetter> deadLetters(String queue, int limit) {
+    ensureOpen();
+    return outbox.deadLetters(queue, limit);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: one Lua script walks the queue's dead-letter set backwards from the upper bound.
+   */
+  @Override
+  public List<DeadLetter> deadLetters(String queue, DeadLetterQuery query) {
+    ensureOpen();
+    return outbox.deadLetters(queue, query);
+  }
+
+  @Override
+  public Optional<DeadLetter> findDeadLetter(String queue, long id) {
+    ensureOpen();
+    return outbox.findDeadLetter(queue, id);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: one Lua script on the queue's keys deletes the dead letter and appends the new entry
+   * with the dead letter's ordering key: at the end of the key's list, and ready at once only if no
+   * other entry of its key waits.
+   */
+  @Override
+  public OptionalLong requeueDeadLetter(String queue, long id, long nowMillis) {
+    ensureOpen();
+    return outbox.requeueDeadLetter(queue, id, nowMillis);
+  }
+
+  @Override
+  public boolean purgeDeadLetter(String queue, long id) {
+    ensureOpen();
+    return outbox.purgeDeadLetter(queue, id);
+  }
+
+  @Override
+  public long purgeDeadLetters(String queue) {
+    ensureOpen();
+    return outbox.purgeDeadLetters(queue);
+  }
+
+  @Override
+  public List<PendingEntry> pending(String queue, int limit) {
+    ensureOpen();
+    return outbox.pending(queue, limit);
+  }
+
+  @Override
+  public long depth(String queue) {
+    ensureOpen();
+    byte[] key = outbox.depthKey(queue);
+    Long n = await(commands.zcard(key), "depth", key);
+    return n == null ? 0 : n;
+  }
+
+  /** Runs one outbox script by SHA, again by text after a NOSCRIPT, and maps failures. */
+  private <T> T runScript(
+      LuaScripts.Script script,
+      ScriptOutputType type,
+      byte[][] keys,
+      byte[][] args,
+      String what,
+      byte[] firstKey) {
+    ensureOpen();
+    Future<T> future = commands.evalsha(script.sha(), type, keys, args);
+    Throwable failure = waitFor(future, System.nanoTime() + timeoutNanos, what);
+    if (failure instanceof RedisNoScriptException) {
+      future = commands.eval(script.bodyBytes(), type, keys, args);
+      failure = waitFor(future, System.nanoTime() + timeoutNanos, what);
+    }
+    if (failure != null) {
+      throw RedisErrors.map(
+          failure, description, what, KeyLayout.text(firstKey), config.commandTimeout());
+    }
+    return await(future, what, firstKey);
   }
 
   // --- scripts ---------------------------------------------------------------------------------
@@ -907,7 +1103,7 @@ public final class RedisDedupStore implements DedupStore {
     private final LuaScripts.Script script;
     private final boolean multiReply;
     final byte[] key;
-    private final byte[][] argv;
+    final byte[][] argv;
     AsyncCommand<byte[], byte[], T> command;
     boolean byEval;
 

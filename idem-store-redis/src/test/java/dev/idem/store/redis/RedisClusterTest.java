@@ -1,17 +1,22 @@
 package dev.idem.store.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.DedupKey;
 import dev.idem.Expiry;
+import dev.idem.IdemConfigException;
 import dev.idem.Scope;
 import dev.idem.TimeSource;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.KeyState;
+import dev.idem.spi.OutboxMessage;
+import dev.idem.spi.OutboxRecord;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
 import dev.idem.spi.SettleResult;
+import dev.idem.spi.StoreCapabilities;
 import dev.idem.spi.Ttl;
 import dev.idem.tck.DedupStoreContract;
 import java.time.Duration;
@@ -54,9 +59,14 @@ class RedisClusterTest {
    */
   @Nested
   class Contract extends DedupStoreContract {
+    @Override // durable, native expiry, outbox (the prefix has a hash tag)
+    protected StoreCapabilities expectedCapabilities() {
+      return new StoreCapabilities(false, true, true, true);
+    }
+
     @Override
     protected DedupStore newStore(TimeSource time) {
-      return open(SharedRedis.uniquePrefix());
+      return open(taggedPrefix());
     }
 
     @Override
@@ -80,6 +90,11 @@ class RedisClusterTest {
    */
   @Nested
   class CompactContract extends DedupStoreContract {
+    @Override // durable, native expiry; the compact layout has no outbox
+    protected StoreCapabilities expectedCapabilities() {
+      return new StoreCapabilities(false, true, true, false);
+    }
+
     @Override
     protected DedupStore newStore(TimeSource time) {
       return open(SharedRedis.uniquePrefix());
@@ -99,6 +114,64 @@ class RedisClusterTest {
           .compactShards(64)
           .commandTimeout(Duration.ofSeconds(15))
           .build();
+    }
+  }
+
+  /** A unique prefix with a hash tag: every key of the store, outbox included, in one slot. */
+  static String taggedPrefix() {
+    return "idemtest:{" + java.util.UUID.randomUUID().toString().substring(0, 8) + "}:";
+  }
+
+  /**
+   * The outbox on the cluster (nested, so it runs after the checks that count every key of the
+   * masters): refused with the fix without a hash tag in the prefix, ordered per key with one.
+   */
+  @Nested
+  class OutboxOnTheCluster {
+    @Test
+    void withoutAHashTagInThePrefixTheStoreHasNoOutboxAndSaysWhatToDo() {
+      // given a store whose dedup keys spread over the slots
+      try (RedisDedupStore store =
+          RedisDedupStore.builder(cluster.client()).prefix(SharedRedis.uniquePrefix()).build()) {
+        DedupKey k = key(77);
+        assertThat(store.reserve(new ReserveRequest(SCOPE, k, null, 9, NOW, 60_000, TTL)))
+            .isInstanceOf(ReserveResult.Acquired.class);
+
+        // then it reports no outbox, and the outbox methods refuse with the fix
+        assertThat(store.capabilities().outbox()).isFalse();
+        assertThatThrownBy(
+                () ->
+                    store.commitAndEnqueue(
+                        new CommitRequest(SCOPE, k, 9, NOW, TTL, null),
+                        new OutboxMessage("cluster", k, new byte[] {1})))
+            .isInstanceOf(IdemConfigException.class)
+            .hasMessageContaining("hash tag");
+        assertThatThrownBy(() -> store.claim("cluster", 10, NOW, 30_000))
+            .isInstanceOf(IdemConfigException.class);
+      }
+    }
+
+    @Test
+    void withAHashTagTheOutboxKeepsOrderPerKeyOnTheCluster() {
+      try (RedisDedupStore store =
+          RedisDedupStore.builder(cluster.client()).prefix(taggedPrefix()).build()) {
+        for (int i = 0; i < 3; i++) {
+          DedupKey k = key(100 + i);
+          assertThat(store.reserve(new ReserveRequest(SCOPE, k, null, 5, NOW, 60_000, TTL)))
+              .isInstanceOf(ReserveResult.Acquired.class);
+          assertThat(
+                  store.commitAndEnqueue(
+                      new CommitRequest(SCOPE, k, 5, NOW, TTL, null),
+                      new OutboxMessage("cluster", k, new byte[] {(byte) i}, i < 2 ? "o" : null)))
+              .isEqualTo(SettleResult.APPLIED);
+        }
+        List<OutboxRecord> first = store.claim("cluster", 10, NOW, 30_000);
+        assertThat(first).extracting(r -> r.payload()[0]).containsExactly((byte) 0, (byte) 2);
+        assertThat(store.acknowledge(first.get(0))).isTrue();
+        assertThat(store.claim("cluster", 10, NOW, 30_000))
+            .extracting(r -> r.payload()[0])
+            .containsExactly((byte) 1);
+      }
     }
   }
 

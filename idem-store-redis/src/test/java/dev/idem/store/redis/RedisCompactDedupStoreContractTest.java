@@ -2,6 +2,7 @@ package dev.idem.store.redis;
 
 import dev.idem.TimeSource;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.StoreCapabilities;
 import dev.idem.tck.DedupStoreContract;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -17,6 +18,11 @@ import org.junit.jupiter.api.AfterEach;
  */
 class RedisCompactDedupStoreContractTest extends DedupStoreContract {
   private final List<String> prefixes = new ArrayList<>();
+
+  @Override // durable, native expiry; the compact layout has no outbox
+  protected StoreCapabilities expectedCapabilities() {
+    return new StoreCapabilities(false, true, true, false);
+  }
 
   @Override
   protected DedupStore newStore(TimeSource time) {

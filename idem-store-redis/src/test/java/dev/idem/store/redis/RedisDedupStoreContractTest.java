@@ -2,6 +2,7 @@ package dev.idem.store.redis;
 
 import dev.idem.TimeSource;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.StoreCapabilities;
 import dev.idem.tck.DedupStoreContract;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,6 +17,11 @@ import org.junit.jupiter.api.AfterEach;
  */
 class RedisDedupStoreContractTest extends DedupStoreContract {
   private final List<String> prefixes = new ArrayList<>();
+
+  @Override // durable, native expiry, outbox
+  protected StoreCapabilities expectedCapabilities() {
+    return new StoreCapabilities(false, true, true, true);
+  }
 
   @Override
   protected DedupStore newStore(TimeSource time) {

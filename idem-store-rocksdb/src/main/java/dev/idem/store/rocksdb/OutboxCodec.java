@@ -13,21 +13,24 @@ import org.jspecify.annotations.Nullable;
  *
  * <pre>
  * key          = queue length(2, big-endian) | UTF-8 queue | id(8, big-endian)
- * outbox value = version(1) | flags(1: 0x01 last error present, 0x02 claimed) | attempts(4)
- *                | enqueuedAt(8)
- *                | availableAt(8) | key digest(32) | [error length(4) | UTF-8 error] | payload
+ * outbox value = version(1) | flags(1: 0x01 last error present, 0x02 claimed,
+ *                  0x04 ordering key present) | attempts(4) | enqueuedAt(8)
+ *                | availableAt(8) | key digest(32) | [error length(4) | UTF-8 error]
+ *                | [ordering key length(4) | UTF-8 ordering key] | payload
  * dead letter  = version(1) | attempts(4) | enqueuedAt(8) | deadAt(8) | key digest(32)
  *                | reason length(4) | UTF-8 reason | payload
  * </pre>
  *
  * <p>{@code availableAt} is when the entry may be claimed next: 0 for a new entry, the end of the
  * claim for a claimed one (flag {@code 0x02}), the retry time for a rescheduled one. Values written
- * before the flag existed read as not claimed.
+ * before the flag existed read as not claimed, and values without flag {@code 0x04} (all written
+ * before ordering keys) as having no ordering key.
  */
 final class OutboxCodec {
   static final byte VERSION = 1;
   private static final int HAS_ERROR = 0x01;
   private static final int CLAIMED = 0x02;
+  private static final int HAS_ORDERING_KEY = 0x04;
   private static final int OUTBOX_HEADER = 22 + ScopeKeys.DIGEST_BYTES;
   private static final int DEAD_HEADER = 21 + ScopeKeys.DIGEST_BYTES;
   static final int MAX_QUEUE_BYTES = 0xFFFF;
@@ -77,9 +80,10 @@ final class OutboxCodec {
       DedupKey key,
       @Nullable String lastError,
       byte[] payload,
-      boolean claimed) {
+      boolean claimed,
+      @Nullable String orderingKey) {
 
-    /** An entry that is not claimed: new, rescheduled or released. */
+    /** An entry without an ordering key that is not claimed. */
     Entry(
         int attempts,
         long enqueuedAtMillis,
@@ -87,7 +91,19 @@ final class OutboxCodec {
         DedupKey key,
         @Nullable String lastError,
         byte[] payload) {
-      this(attempts, enqueuedAtMillis, availableAtMillis, key, lastError, payload, false);
+      this(attempts, enqueuedAtMillis, availableAtMillis, key, lastError, payload, false, null);
+    }
+
+    /** This entry claimed once more, until {@code untilMillis}. */
+    Entry claimedUntil(long untilMillis) {
+      return new Entry(
+          attempts + 1, enqueuedAtMillis, untilMillis, key, lastError, payload, true, orderingKey);
+    }
+
+    /** This entry, no longer claimed, claimable from {@code atMillis}, with an error if given. */
+    Entry availableAt(long atMillis, @Nullable String error) {
+      return new Entry(
+          attempts, enqueuedAtMillis, atMillis, key, error, payload, false, orderingKey);
     }
 
     OutboxRecord toRecord(long id, String queue) {
@@ -97,10 +113,20 @@ final class OutboxCodec {
 
   static byte[] encode(Entry e) {
     byte[] error = e.lastError() == null ? null : e.lastError().getBytes(StandardCharsets.UTF_8);
+    byte[] ordering =
+        e.orderingKey() == null ? null : e.orderingKey().getBytes(StandardCharsets.UTF_8);
     byte[] out =
-        new byte[OUTBOX_HEADER + (error == null ? 0 : 4 + error.length) + e.payload().length];
+        new byte
+            [OUTBOX_HEADER
+                + (error == null ? 0 : 4 + error.length)
+                + (ordering == null ? 0 : 4 + ordering.length)
+                + e.payload().length];
     out[0] = VERSION;
-    out[1] = (byte) ((error == null ? 0 : HAS_ERROR) | (e.claimed() ? CLAIMED : 0));
+    out[1] =
+        (byte)
+            ((error == null ? 0 : HAS_ERROR)
+                | (e.claimed() ? CLAIMED : 0)
+                | (ordering == null ? 0 : HAS_ORDERING_KEY));
     Bytes.putInt(out, 2, e.attempts());
     Bytes.putLong(out, 6, e.enqueuedAtMillis());
     Bytes.putLong(out, 14, e.availableAtMillis());
@@ -110,6 +136,11 @@ final class OutboxCodec {
       Bytes.putInt(out, at, error.length);
       System.arraycopy(error, 0, out, at + 4, error.length);
       at += 4 + error.length;
+    }
+    if (ordering != null) {
+      Bytes.putInt(out, at, ordering.length);
+      System.arraycopy(ordering, 0, out, at + 4, ordering.length);
+      at += 4 + ordering.length;
     }
     System.arraycopy(e.payload(), 0, out, at, e.payload().length);
     return out;
@@ -131,6 +162,12 @@ final class OutboxCodec {
       error = new String(in, at + 4, length, StandardCharsets.UTF_8);
       at += 4 + length;
     }
+    String ordering = null;
+    if ((in[1] & HAS_ORDERING_KEY) != 0) {
+      int length = lengthAt(in, at);
+      ordering = new String(in, at + 4, length, StandardCharsets.UTF_8);
+      at += 4 + length;
+    }
     return new Entry(
         Bytes.getInt(in, 2),
         Bytes.getLong(in, 6),
@@ -138,7 +175,29 @@ final class OutboxCodec {
         digestAt(in, 22),
         error,
         Arrays.copyOfRange(in, at, in.length),
-        (in[1] & CLAIMED) != 0);
+        (in[1] & CLAIMED) != 0,
+        ordering);
+  }
+
+  /** The ordering key of an encoded outbox value (null if none), without copying the payload. */
+  static @Nullable String orderingKey(byte[] in) {
+    if (in.length < OUTBOX_HEADER || in[0] != VERSION) {
+      throw new MalformedValueException("outbox value is not format version " + VERSION);
+    }
+    if ((in[1] & HAS_ORDERING_KEY) == 0) {
+      return null;
+    }
+    int at = OUTBOX_HEADER;
+    if ((in[1] & HAS_ERROR) != 0) {
+      at += 4 + lengthAt(in, at);
+    }
+    int length = lengthAt(in, at);
+    return new String(in, at + 4, length, StandardCharsets.UTF_8);
+  }
+
+  /** Whether an encoded outbox value is claimed and its claim runs past {@code nowMillis}. */
+  static boolean claimedPast(byte[] in, long nowMillis) {
+    return (in[1] & CLAIMED) != 0 && Bytes.getLong(in, 14) > nowMillis;
   }
 
   /** The claimable-from time of an encoded outbox value, without decoding the rest. */

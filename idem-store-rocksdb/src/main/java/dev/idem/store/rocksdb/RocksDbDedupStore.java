@@ -31,11 +31,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -590,7 +592,14 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
               long id = nextOutboxId();
               OutboxCodec.Entry entry =
                   new OutboxCodec.Entry(
-                      0, commit.nowMillis(), 0, message.key(), null, message.payload());
+                      0,
+                      commit.nowMillis(),
+                      0,
+                      message.key(),
+                      null,
+                      message.payload(),
+                      false,
+                      message.orderingKey());
               step.put(
                   outbox,
                   OutboxCodec.key(OutboxCodec.queuePrefix(message.queue()), id),
@@ -604,7 +613,12 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
    * {@inheritDoc}
    *
    * <p>Here: claims of one queue are serialized; the claim (its attempt count and hiding time) is
-   * durable when this returns, under the store's durability.
+   * durable when this returns, under the store's durability. Ordering keys: the claim walks the
+   * queue in id order and takes an entry with an ordering key only if it is the first of its key in
+   * the walk and no entry of its key is claimed further on (appends of different dedup keys become
+   * visible in the order their writes land, which may differ from id order by a little). Once a
+   * claimable entry with an ordering key is found, the walk goes to the end of the queue, so such a
+   * claim costs time in proportion to the depth.
    *
    * @throws IllegalArgumentException if {@code max} or {@code claimMillis} is not positive
    */
@@ -627,26 +641,46 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
       lock.lock();
       try {
         try (Scan scan = new Scan(db, outbox, prefix, OutboxCodec.queueUpper(prefix))) {
-          for (RocksIterator it = scan.iterator; it.isValid() && out.size() < max; it.next()) {
+          // Candidates in id order; ordering keys seen so far; keys with a live claim anywhere.
+          List<byte[]> keys = new ArrayList<>();
+          List<byte[]> values = new ArrayList<>();
+          List<String> orderingKeys = new ArrayList<>();
+          Set<String> seen = new HashSet<>();
+          Set<String> held = new HashSet<>();
+          boolean ordered = false;
+          for (RocksIterator it = scan.iterator; it.isValid(); it.next()) {
+            if (!ordered && keys.size() >= max) {
+              break; // no candidate has an ordering key: the first max are the answer
+            }
             byte[] value = it.value();
-            if (OutboxCodec.availableAt(value) > nowMillis) {
+            String orderingKey = OutboxCodec.orderingKey(value);
+            if (orderingKey != null) {
+              if (OutboxCodec.claimedPast(value, nowMillis)) {
+                held.add(orderingKey);
+              }
+              if (!seen.add(orderingKey)) {
+                continue; // not the first of its key
+              }
+            }
+            if (OutboxCodec.availableAt(value) > nowMillis || keys.size() >= max) {
               continue;
             }
-            OutboxCodec.Entry e = OutboxCodec.decode(value);
-            OutboxCodec.Entry claimed =
-                new OutboxCodec.Entry(
-                    e.attempts() + 1,
-                    e.enqueuedAtMillis(),
-                    claimedUntil,
-                    e.key(),
-                    e.lastError(),
-                    e.payload(),
-                    true);
-            byte[] key = it.key();
-            step.put(outbox, key, OutboxCodec.encode(claimed));
-            out.add(claimed.toRecord(OutboxCodec.id(key), queue));
+            ordered |= orderingKey != null;
+            keys.add(it.key());
+            values.add(value);
+            orderingKeys.add(orderingKey);
           }
           scan.check();
+          for (int i = 0; i < keys.size() && out.size() < max; i++) {
+            String orderingKey = orderingKeys.get(i);
+            if (orderingKey != null && held.contains(orderingKey)) {
+              continue;
+            }
+            OutboxCodec.Entry claimed =
+                OutboxCodec.decode(values.get(i)).claimedUntil(claimedUntil);
+            step.put(outbox, keys.get(i), OutboxCodec.encode(claimed));
+            out.add(claimed.toRecord(OutboxCodec.id(keys.get(i)), queue));
+          }
         }
         if (!step.isEmpty()) {
           writing = true;
@@ -691,17 +725,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
           for (RocksIterator it = scan.iterator; it.isValid(); it.next()) {
             OutboxCodec.Entry e = OutboxCodec.decode(it.value());
             if (e.claimed()) {
-              step.put(
-                  outbox,
-                  it.key(),
-                  OutboxCodec.encode(
-                      new OutboxCodec.Entry(
-                          e.attempts(),
-                          e.enqueuedAtMillis(),
-                          0,
-                          e.key(),
-                          e.lastError(),
-                          e.payload())));
+              step.put(outbox, it.key(), OutboxCodec.encode(e.availableAt(0, e.lastError())));
               released++;
             }
           }
@@ -733,38 +757,65 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         queue, id, "acknowledge", (step, key, entry) -> step.delete(outbox, key));
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here: the attempts are compared under the queue's lock.
+   */
+  @Override
+  public boolean acknowledge(OutboxRecord claimed) {
+    return updateOutboxEntry(
+        claimed.queue(),
+        claimed.id(),
+        claimed.attempts(),
+        "acknowledge",
+        (step, key, entry) -> step.delete(outbox, key));
+  }
+
   @Override
   public void reschedule(String queue, long id, long notBeforeMillis, String error) {
     Objects.requireNonNull(error, "error");
-    updateOutboxEntry(
-        queue,
-        id,
+    updateOutboxEntry(queue, id, "reschedule", rescheduling(notBeforeMillis, error));
+  }
+
+  @Override
+  public boolean reschedule(OutboxRecord claimed, long notBeforeMillis, String error) {
+    Objects.requireNonNull(error, "error");
+    return updateOutboxEntry(
+        claimed.queue(),
+        claimed.id(),
+        claimed.attempts(),
         "reschedule",
-        (step, key, e) ->
-            step.put(
-                outbox,
-                key,
-                OutboxCodec.encode(
-                    new OutboxCodec.Entry(
-                        e.attempts(),
-                        e.enqueuedAtMillis(),
-                        notBeforeMillis,
-                        e.key(),
-                        error,
-                        e.payload()))));
+        rescheduling(notBeforeMillis, error));
+  }
+
+  private OutboxChange rescheduling(long notBeforeMillis, String error) {
+    return (step, key, e) ->
+        step.put(outbox, key, OutboxCodec.encode(e.availableAt(notBeforeMillis, error)));
   }
 
   @Override
   public void deadLetter(String queue, long id, String reason, long nowMillis) {
     Objects.requireNonNull(reason, "reason");
-    updateOutboxEntry(
-        queue,
-        id,
+    updateOutboxEntry(queue, id, "deadLetter", deadLettering(reason, nowMillis));
+  }
+
+  @Override
+  public boolean deadLetter(OutboxRecord claimed, String reason, long nowMillis) {
+    Objects.requireNonNull(reason, "reason");
+    return updateOutboxEntry(
+        claimed.queue(),
+        claimed.id(),
+        claimed.attempts(),
         "deadLetter",
-        (step, key, e) -> {
-          step.delete(outbox, key);
-          step.put(deadLetters, key, OutboxCodec.encodeDead(e, nowMillis, reason));
-        });
+        deadLettering(reason, nowMillis));
+  }
+
+  private OutboxChange deadLettering(String reason, long nowMillis) {
+    return (step, key, e) -> {
+      step.delete(outbox, key);
+      step.put(deadLetters, key, OutboxCodec.encodeDead(e, nowMillis, reason));
+    };
   }
 
   /**
@@ -775,7 +826,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
   @Override
   public List<DeadLetter> deadLetters(String queue, int limit) {
     if (limit <= 0) {
-      return List.of();
+      throw new IllegalArgumentException("deadLetters limit must be positive, got " + limit);
     }
     byte[] prefix = OutboxCodec.queuePrefix(queue);
     enter();
@@ -961,7 +1012,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
   @Override
   public List<PendingEntry> pending(String queue, int limit) {
     if (limit <= 0) {
-      return List.of();
+      throw new IllegalArgumentException("pending limit must be positive, got " + limit);
     }
     byte[] prefix = OutboxCodec.queuePrefix(queue);
     enter();
@@ -1453,6 +1504,12 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
   }
 
   private boolean updateOutboxEntry(String queue, long id, String op, OutboxChange change) {
+    return updateOutboxEntry(queue, id, -1, op, change);
+  }
+
+  /** As above, only if the entry is still under claim {@code fence} (-1: any). */
+  private boolean updateOutboxEntry(
+      String queue, long id, int fence, String op, OutboxChange change) {
     byte[] key = OutboxCodec.key(OutboxCodec.queuePrefix(queue), id);
     enter();
     boolean writing = false;
@@ -1464,8 +1521,12 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         if (value == null) {
           return false;
         }
+        OutboxCodec.Entry entry = OutboxCodec.decode(value);
+        if (fence >= 0 && entry.attempts() != fence) {
+          return false;
+        }
         Mutations step = new Mutations();
-        change.stage(step, key, OutboxCodec.decode(value));
+        change.stage(step, key, entry);
         writing = true;
         writer.writeBuffered(step);
       } finally {

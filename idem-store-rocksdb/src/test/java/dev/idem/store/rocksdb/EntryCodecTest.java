@@ -120,4 +120,29 @@ class EntryCodecTest {
     assertThat(HEX.formatHex(OutboxCodec.key(OutboxCodec.queuePrefix("q"), 258)))
         .isEqualTo("0001" + "71" + "0000000000000102");
   }
+
+  @Test
+  void outboxValuesCarryTheOrderingKeyAndOlderValuesReadAsHavingNone() {
+    var key = Fixtures.key("x");
+    var keyed = new OutboxCodec.Entry(2, 10, 20, key, "HTTP 503", new byte[] {9}, true, "cust-7");
+    byte[] encoded = OutboxCodec.encode(keyed);
+    byte[] withoutError =
+        OutboxCodec.encode(new OutboxCodec.Entry(0, 10, 0, key, null, new byte[] {8}, false, "k"));
+    byte[] older = OutboxCodec.encode(new OutboxCodec.Entry(0, 10, 0, key, null, new byte[] {8}));
+
+    var decoded = OutboxCodec.decode(encoded);
+    assertThat(decoded.orderingKey()).isEqualTo("cust-7");
+    assertThat(decoded.lastError()).isEqualTo("HTTP 503");
+    assertThat(decoded.payload()).containsExactly(9);
+    assertThat(decoded.claimed()).isTrue();
+    assertThat(OutboxCodec.orderingKey(encoded)).isEqualTo("cust-7");
+    assertThat(OutboxCodec.orderingKey(withoutError)).isEqualTo("k");
+    assertThat(OutboxCodec.decode(withoutError).payload()).containsExactly(8);
+    assertThat(OutboxCodec.orderingKey(older)).isNull();
+    assertThat(OutboxCodec.decode(older).orderingKey()).isNull();
+    assertThat(OutboxCodec.claimedPast(encoded, 19)).isTrue();
+    assertThat(OutboxCodec.claimedPast(encoded, 20)).isFalse();
+    assertThat(decoded.availableAt(5, "e").claimed()).isFalse();
+    assertThat(decoded.availableAt(5, "e").orderingKey()).isEqualTo("cust-7");
+  }
 }

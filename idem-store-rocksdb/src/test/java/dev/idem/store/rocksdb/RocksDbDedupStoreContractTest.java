@@ -2,6 +2,7 @@ package dev.idem.store.rocksdb;
 
 import dev.idem.TimeSource;
 import dev.idem.spi.DedupStore;
+import dev.idem.spi.StoreCapabilities;
 import dev.idem.tck.DedupStoreContract;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,6 +20,11 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class RocksDbDedupStoreContractTest extends DedupStoreContract {
   @TempDir Path root;
+
+  @Override // durable, outbox
+  protected StoreCapabilities expectedCapabilities() {
+    return new StoreCapabilities(false, true, false, true);
+  }
 
   @Override
   protected DedupStore newStore(TimeSource time) throws Exception {

@@ -1,0 +1,461 @@
+package dev.idem.tck;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.idem.DedupKey;
+import dev.idem.spi.DeadLetter;
+import dev.idem.spi.OutboxMessage;
+import dev.idem.spi.OutboxRecord;
+import dev.idem.spi.OutboxStore;
+import dev.idem.spi.PendingEntry;
+import dev.idem.spi.SettleResult;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The per-key mailbox of the outbox: entries with an ordering key are handed out one at a time per
+ * key, oldest first, whatever happens to the head (claimed, rescheduled, claim run out, dead
+ * lettered), also to concurrent claimers; entries without a key are never held back; a stale
+ * claimer's late acknowledge, reschedule or dead letter changes nothing; and the argument contracts
+ * every store answers alike. Payloads are the text {@code <ordering key>/<n>}, so a test can tell
+ * entries apart by payload.
+ */
+abstract class OrderedOutboxChecks extends ContractChecks {
+  private static final long CLAIM = 30_000;
+
+  OrderedOutboxChecks(StoreFixture fx) {
+    super(fx);
+  }
+
+  private String queue() {
+    return scope().pipeline();
+  }
+
+  /** Reserves a new key and commits it with one message of that ordering key (null: none). */
+  private DedupKey enqueue(OutboxStore outbox, String queue, @Nullable String orderingKey, int n) {
+    DedupKey key = newKey();
+    long token = acquire(key);
+    String text = (orderingKey == null ? "-" : orderingKey) + "/" + n;
+    SettleResult r =
+        outbox.commitAndEnqueue(
+            commitRequest(key, token, SLIDING, null),
+            new OutboxMessage(queue, key, utf8(text), orderingKey));
+    assertSettle(r, SettleResult.APPLIED, "commitAndEnqueue of " + text);
+    return key;
+  }
+
+  private static String text(OutboxRecord r) {
+    return new String(r.payload(), StandardCharsets.UTF_8);
+  }
+
+  private static List<String> texts(List<OutboxRecord> records) {
+    List<String> out = new ArrayList<>();
+    records.forEach(r -> out.add(text(r)));
+    return out;
+  }
+
+  private static OutboxRecord only(List<OutboxRecord> records, String text) {
+    for (OutboxRecord r : records) {
+      if (text(r).equals(text)) {
+        return r;
+      }
+    }
+    throw new AssertionError("no claimed entry " + text + " in " + texts(records));
+  }
+
+  @Test
+  void aClaimHandsOutOnlyTheOldestEntryOfEachOrderingKey() {
+    // given two ordering keys with two entries each, interleaved with entries without a key
+    OutboxStore outbox = fx.assumeOutbox();
+    enqueue(outbox, queue(), "a", 1);
+    enqueue(outbox, queue(), "b", 1);
+    enqueue(outbox, queue(), "a", 2);
+    enqueue(outbox, queue(), null, 1);
+    enqueue(outbox, queue(), "b", 2);
+    enqueue(outbox, queue(), null, 2);
+
+    // when
+    List<OutboxRecord> first = outbox.claim(queue(), 10, now(), CLAIM);
+
+    // then one entry per key, and every entry without a key, in append order
+    assertThat(texts(first)).containsExactly("a/1", "b/1", "-/1", "-/2");
+    assertThat(outbox.claim(queue(), 10, now(), CLAIM))
+        .as("a claim while the heads are claimed")
+        .isEmpty();
+    assertThat(outbox.depth(queue())).as("held entries still count").isEqualTo(6);
+    assertThat(outbox.pending(queue(), 10)).as("pending lists held entries").hasSize(6);
+
+    // when the head of a is acknowledged and the head of b dead lettered
+    assertThat(outbox.acknowledge(only(first, "a/1"))).as("acknowledge a/1").isTrue();
+    assertThat(outbox.deadLetter(only(first, "b/1"), "HTTP 400", now())).as("dead letter").isTrue();
+
+    // then each key moves on to its next entry
+    assertThat(texts(outbox.claim(queue(), 10, now(), CLAIM))).containsExactly("a/2", "b/2");
+  }
+
+  @Test
+  void aRescheduledHeadHoldsItsKeyUntilItsRetryAndOnlyItsKey() {
+    // given a key whose head failed and waits for a retry
+    OutboxStore outbox = fx.assumeOutbox();
+    enqueue(outbox, queue(), "a", 1);
+    enqueue(outbox, queue(), "a", 2);
+    long t0 = now();
+    OutboxRecord head = outbox.claim(queue(), 10, t0, CLAIM).get(0);
+    assertThat(text(head)).isEqualTo("a/1");
+    assertThat(outbox.reschedule(head, t0 + 2 * CLAIM, "HTTP 503")).as("reschedule").isTrue();
+    enqueue(outbox, queue(), null, 1);
+    enqueue(outbox, queue(), "b", 1);
+
+    // when / then: before the retry, only the other entries come out
+    advanceTo(t0 + CLAIM);
+    List<OutboxRecord> others = outbox.claim(queue(), 10, now(), CLAIM);
+    assertThat(texts(others)).containsExactly("-/1", "b/1");
+    others.forEach(r -> assertThat(outbox.acknowledge(r)).isTrue());
+
+    // when / then: at the retry time the head comes back, still before a/2
+    advanceTo(t0 + 2 * CLAIM);
+    List<OutboxRecord> retry = outbox.claim(queue(), 10, now(), CLAIM);
+    assertThat(texts(retry)).containsExactly("a/1");
+    assertThat(retry.get(0).attempts()).isEqualTo(2);
+    assertThat(retry.get(0).lastError()).isEqualTo("HTTP 503");
+    assertThat(outbox.acknowledge(retry.get(0))).isTrue();
+    assertThat(texts(outbox.claim(queue(), 10, now(), CLAIM))).containsExactly("a/2");
+  }
+
+  @Test
+  void aHeadWhoseClaimRanOutIsHandedOutAgainBeforeTheNextEntryOfItsKey() {
+    // given a claimed head whose deliverer died
+    OutboxStore outbox = fx.assumeOutbox();
+    enqueue(outbox, queue(), "a", 1);
+    enqueue(outbox, queue(), "a", 2);
+    long t0 = now();
+    assertThat(texts(outbox.claim(queue(), 10, t0, CLAIM))).containsExactly("a/1");
+
+    // when / then: the same head comes back when its claim runs out, and a/2 still waits
+    advanceTo(t0 + CLAIM - 1);
+    assertThat(outbox.claim(queue(), 10, now(), CLAIM)).as("before the claim runs out").isEmpty();
+    advanceTo(t0 + CLAIM);
+    List<OutboxRecord> again = outbox.claim(queue(), 10, now(), CLAIM);
+    assertThat(texts(again)).containsExactly("a/1");
+    assertThat(again.get(0).attempts()).isEqualTo(2);
+  }
+
+  @Test
+  void aStaleClaimersLateAnswersChangeNothing() {
+    // given an entry claimed twice: the first deliverer's claim ran out, a second took over
+    OutboxStore outbox = fx.assumeOutbox();
+    enqueue(outbox, queue(), "a", 1);
+    enqueue(outbox, queue(), "a", 2);
+    enqueue(outbox, queue(), null, 1);
+    long t0 = now();
+    List<OutboxRecord> firstClaim = outbox.claim(queue(), 10, t0, CLAIM);
+    assertThat(texts(firstClaim)).containsExactly("a/1", "-/1");
+    advanceTo(t0 + CLAIM);
+    List<OutboxRecord> secondClaim = outbox.claim(queue(), 10, now(), CLAIM);
+    assertThat(texts(secondClaim)).containsExactly("a/1", "-/1");
+
+    // when the first deliverer answers late, for both entries
+    OutboxRecord staleHead = only(firstClaim, "a/1");
+    OutboxRecord staleFree = only(firstClaim, "-/1");
+    boolean acknowledged = outbox.acknowledge(staleHead);
+    boolean rescheduled = outbox.reschedule(staleFree, now(), "late failure");
+    boolean deadLettered = outbox.deadLetter(staleHead, "late give-up", now());
+
+    // then nothing changed: both are still there and still claimed by the second deliverer
+    assertThat(acknowledged).as("a stale acknowledge").isFalse();
+    assertThat(rescheduled).as("a stale reschedule").isFalse();
+    assertThat(deadLettered).as("a stale dead letter").isFalse();
+    assertThat(outbox.depth(queue())).isEqualTo(3);
+    assertThat(outbox.deadLetters(queue(), 10)).isEmpty();
+    assertThat(outbox.claim(queue(), 10, now(), CLAIM))
+        .as("a claim while the second deliverer holds both")
+        .isEmpty();
+    List<PendingEntry> pending = outbox.pending(queue(), 10);
+    assertThat(pending).extracting(PendingEntry::lastError).containsOnlyNulls();
+
+    // and the current deliverer's answers apply
+    assertThat(outbox.acknowledge(only(secondClaim, "a/1"))).isTrue();
+    assertThat(outbox.acknowledge(only(secondClaim, "-/1"))).isTrue();
+    assertThat(outbox.acknowledge(only(secondClaim, "-/1"))).as("acknowledged twice").isFalse();
+    assertThat(texts(outbox.claim(queue(), 10, now(), CLAIM))).containsExactly("a/2");
+  }
+
+  @Test
+  void theFencedFormsApplyForTheCurrentClaim() {
+    OutboxStore outbox = fx.assumeOutbox();
+    enqueue(outbox, queue(), null, 1);
+    enqueue(outbox, queue(), null, 2);
+    List<OutboxRecord> claimed = outbox.claim(queue(), 10, now(), CLAIM);
+    long retryAt = now() + 5_000;
+
+    assertThat(outbox.reschedule(claimed.get(0), retryAt, "HTTP 503")).isTrue();
+    assertThat(outbox.deadLetter(claimed.get(1), "HTTP 400", now())).isTrue();
+
+    List<PendingEntry> pending = outbox.pending(queue(), 10);
+    assertThat(pending).hasSize(1);
+    assertThat(pending.get(0).availableAtMillis()).isEqualTo(retryAt);
+    assertThat(pending.get(0).lastError()).isEqualTo("HTTP 503");
+    assertThat(outbox.deadLetters(queue(), 10))
+        .extracting(DeadLetter::reason)
+        .containsExactly("HTTP 400");
+  }
+
+  @Test
+  void orderingKeysOfDifferentQueuesAreIndependent() {
+    OutboxStore outbox = fx.assumeOutbox();
+    String other = queue() + "-other";
+    enqueue(outbox, queue(), "a", 1);
+    enqueue(outbox, other, "a", 1);
+    enqueue(outbox, queue(), "a", 2);
+
+    assertThat(texts(outbox.claim(queue(), 10, now(), CLAIM))).containsExactly("a/1");
+    assertThat(texts(outbox.claim(other, 10, now(), CLAIM))).containsExactly("a/1");
+  }
+
+  @Test
+  void concurrentClaimersNeverHoldTwoEntriesOfOneKeyAndDeliverEachKeyInOrder() throws Exception {
+    // given 6 ordering keys with 5 entries each, and 6 entries without a key, interleaved
+    OutboxStore outbox = fx.assumeOutbox();
+    int keys = 6;
+    int perKey = 5;
+    for (int n = 1; n <= perKey; n++) {
+      for (int k = 0; k < keys; k++) {
+        enqueue(outbox, queue(), "k" + k, n);
+      }
+      enqueue(outbox, queue(), null, n);
+    }
+    int total = keys * perKey + perKey;
+
+    // when 4 threads claim batches larger than one round of keys and acknowledge concurrently
+    // (the clock stands still: no claim runs out)
+    Map<String, String> holding = new ConcurrentHashMap<>();
+    Map<String, List<String>> delivered = new ConcurrentHashMap<>();
+    List<String> violations = new CopyOnWriteArrayList<>();
+    AtomicInteger done = new AtomicInteger();
+    int threads = 4;
+    CountDownLatch start = new CountDownLatch(1);
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try {
+      List<Future<?>> futures = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        futures.add(
+            pool.submit(
+                () -> {
+                  start.await();
+                  int idle = 0;
+                  while (done.get() < total && idle < 2_000) {
+                    List<OutboxRecord> batch = outbox.claim(queue(), 8, now(), CLAIM);
+                    if (batch.isEmpty()) {
+                      idle++;
+                      Thread.yield();
+                      continue;
+                    }
+                    idle = 0;
+                    for (OutboxRecord r : batch) { // the whole batch is held at once
+                      String text = text(r);
+                      String key = text.substring(0, text.indexOf('/'));
+                      if (!key.equals("-")) {
+                        String other = holding.putIfAbsent(key, text);
+                        if (other != null) {
+                          violations.add(text + " handed out while " + other + " was held");
+                        }
+                      }
+                    }
+                    for (OutboxRecord r : batch) {
+                      String text = text(r);
+                      String key = text.substring(0, text.indexOf('/'));
+                      delivered.computeIfAbsent(key, x -> new CopyOnWriteArrayList<>()).add(text);
+                      if (!key.equals("-")) {
+                        holding.remove(key, text); // before the ack: the next may come after it
+                      }
+                      if (!outbox.acknowledge(r)) {
+                        violations.add("the acknowledge of " + text + " did not apply");
+                      }
+                      done.incrementAndGet();
+                    }
+                  }
+                  return null;
+                }));
+      }
+      start.countDown();
+      for (Future<?> f : futures) {
+        f.get(60, TimeUnit.SECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+
+    // then no key was held twice, every entry came out once, each key in append order
+    assertThat(violations).isEmpty();
+    assertThat(done.get()).as("entries delivered").isEqualTo(total);
+    for (int k = 0; k < keys; k++) {
+      List<String> expected = new ArrayList<>();
+      for (int n = 1; n <= perKey; n++) {
+        expected.add("k" + k + "/" + n);
+      }
+      assertThat(delivered.get("k" + k))
+          .as("deliveries of k" + k)
+          .containsExactlyElementsOf(expected);
+    }
+    assertThat(delivered.get("-")).as("entries without a key").hasSize(perKey);
+    assertThat(outbox.depth(queue())).isZero();
+  }
+
+  @Test
+  void concurrentAcceptsOfOneKeyNeverReachTwoClaimersAtOnce() throws Exception {
+    // given producers that accept entries of the same three ordering keys at the same time as
+    // consumers claim and acknowledge them (the clock stands still: no claim runs out)
+    OutboxStore outbox = fx.assumeOutbox();
+    int producers = 3;
+    int perProducer = 12;
+    int total = producers * perProducer;
+    Map<String, String> holding = new ConcurrentHashMap<>();
+    List<String> violations = new CopyOnWriteArrayList<>();
+    List<String> delivered = new CopyOnWriteArrayList<>();
+    AtomicInteger produced = new AtomicInteger();
+    CountDownLatch start = new CountDownLatch(1);
+    DedupKey[][] keys = new DedupKey[producers][perProducer];
+    long[][] tokens = new long[producers][perProducer];
+    for (int p = 0; p < producers; p++) {
+      for (int i = 0; i < perProducer; i++) {
+        keys[p][i] = newKey(); // the fixture's random is not thread-safe: draw here
+        tokens[p][i] = newToken();
+      }
+    }
+    ExecutorService pool = Executors.newFixedThreadPool(producers + 3);
+    try {
+      List<Future<?>> futures = new ArrayList<>();
+      for (int p = 0; p < producers; p++) {
+        int producer = p;
+        futures.add(
+            pool.submit(
+                () -> {
+                  start.await();
+                  for (int i = 0; i < perProducer; i++) {
+                    DedupKey key = keys[producer][i];
+                    long token = tokens[producer][i];
+                    String orderingKey = "k" + (i % 3);
+                    assertThat(store().reserve(reserveRequest(key, token)))
+                        .isInstanceOf(dev.idem.spi.ReserveResult.Acquired.class);
+                    assertThat(
+                            outbox.commitAndEnqueue(
+                                commitRequest(key, token, SLIDING, null),
+                                new OutboxMessage(
+                                    queue(),
+                                    key,
+                                    utf8(orderingKey + "/" + (producer * 100 + i)),
+                                    orderingKey)))
+                        .isEqualTo(SettleResult.APPLIED);
+                    produced.incrementAndGet();
+                  }
+                  return null;
+                }));
+      }
+      for (int c = 0; c < 3; c++) {
+        futures.add(
+            pool.submit(
+                () -> {
+                  start.await();
+                  int idle = 0;
+                  while (delivered.size() < total && idle < 5_000) {
+                    List<OutboxRecord> batch = outbox.claim(queue(), 4, now(), CLAIM);
+                    if (batch.isEmpty()) {
+                      idle = produced.get() < total ? 0 : idle + 1;
+                      Thread.yield();
+                      continue;
+                    }
+                    idle = 0;
+                    for (OutboxRecord r : batch) {
+                      String text = text(r);
+                      String key = text.substring(0, text.indexOf('/'));
+                      String other = holding.putIfAbsent(key, text);
+                      if (other != null) {
+                        violations.add(text + " handed out while " + other + " was held");
+                      }
+                    }
+                    for (OutboxRecord r : batch) {
+                      String text = text(r);
+                      delivered.add(text);
+                      holding.remove(text.substring(0, text.indexOf('/')), text);
+                      if (!outbox.acknowledge(r)) {
+                        violations.add("the acknowledge of " + text + " did not apply");
+                      }
+                    }
+                  }
+                  return null;
+                }));
+      }
+      start.countDown();
+      for (Future<?> f : futures) {
+        f.get(120, TimeUnit.SECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+
+    // then no key was ever held twice, and every accepted entry came out once
+    assertThat(violations).isEmpty();
+    assertThat(delivered).hasSize(total).doesNotHaveDuplicates();
+    assertThat(outbox.depth(queue())).isZero();
+  }
+
+  @Test
+  void theOrderOfAKeySurvivesAReopen() {
+    // given a durable store with a claimed head and a later entry of its key
+    fx.assumeDurable();
+    OutboxStore outbox = fx.assumeOutbox();
+    enqueue(outbox, queue(), "a", 1);
+    enqueue(outbox, queue(), "a", 2);
+    assertThat(texts(outbox.claim(queue(), 10, now(), CLAIM))).containsExactly("a/1");
+
+    // when the store is reopened, the dispatcher releases earlier claims, and the claim runs out
+    OutboxStore again = (OutboxStore) fx.reopen(store());
+    again.releaseClaimsOfEarlierRuns(queue());
+    advance(CLAIM);
+
+    // then the head comes out again, never a/2 first
+    assertThat(texts(again.claim(queue(), 10, now(), CLAIM))).containsExactly("a/1");
+  }
+
+  @Test
+  void numbersBelowOneAreRejectedAlikeByEveryStore() {
+    OutboxStore outbox = fx.assumeOutbox();
+    String empty = queue() + "-empty";
+    enqueue(outbox, queue(), null, 1);
+    for (String q : List.of(queue(), empty)) {
+      assertThatThrownBy(() -> outbox.claim(q, 0, now(), CLAIM))
+          .as("claim(%s, max 0)", q)
+          .isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> outbox.claim(q, -1, now(), CLAIM))
+          .as("claim(%s, max -1)", q)
+          .isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> outbox.claim(q, 1, now(), 0))
+          .as("claim(%s, claimMillis 0)", q)
+          .isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> outbox.deadLetters(q, 0))
+          .as("deadLetters(%s, 0)", q)
+          .isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> outbox.pending(q, 0))
+          .as("pending(%s, 0)", q)
+          .isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> outbox.pending(q, -3))
+          .as("pending(%s, -3)", q)
+          .isInstanceOf(IllegalArgumentException.class);
+    }
+    assertThat(outbox.depth(queue())).as("nothing was claimed or changed").isEqualTo(1);
+    assertThat(outbox.claim(queue(), 1, now(), CLAIM)).hasSize(1);
+  }
+}
