@@ -49,8 +49,8 @@ import org.junit.jupiter.api.Nested;
  * {@link DedupStateMachine} ({@code RandomizedModel}); LRU bounds ({@code BoundedKeys}); restarts
  * ({@code Durability}); {@code sweepExpired} ({@code Sweeping}); the {@link OutboxStore} ({@code
  * Outbox}) with ordering keys and fencing ({@code OrderedOutbox}) and its dead letters ({@code
- * DeadLetters}); the {@code Deduplicator} facade
- * on the store ({@code Facade}); and the basics ({@code Misuse}).
+ * DeadLetters}); the {@code Deduplicator} facade on the store ({@code Facade}); and the basics
+ * ({@code Misuse}).
  *
  * <p>How the suite runs, so that a store on a shared server passes it:
  *

@@ -52,6 +52,12 @@ class PartitionStoreContractTest extends DedupStoreContract {
 
   @TempDir Path root;
 
+  /** What the partition store reports: durable (the changelog), no native expiry, no outbox. */
+  @Override
+  protected StoreCapabilities expectedCapabilities() {
+    return new StoreCapabilities(false, true, false, false);
+  }
+
   @BeforeAll
   static void broker() throws Exception {
     kafka = KafkaBroker.start();

@@ -234,6 +234,21 @@ public final class TenantScopedStore implements DedupStore, OutboxStore {
   }
 
   @Override
+  public boolean acknowledge(OutboxRecord claimed) {
+    return outbox().acknowledge(claimed);
+  }
+
+  @Override
+  public boolean reschedule(OutboxRecord claimed, long notBeforeMillis, String error) {
+    return outbox().reschedule(claimed, notBeforeMillis, error);
+  }
+
+  @Override
+  public boolean deadLetter(OutboxRecord claimed, String reason, long nowMillis) {
+    return outbox().deadLetter(claimed, reason, nowMillis);
+  }
+
+  @Override
   public List<DeadLetter> deadLetters(String queue, int limit) {
     return outbox().deadLetters(queue, limit);
   }
