@@ -91,6 +91,7 @@ public final class Pipeline {
   private final @Nullable OutboxStore outbox;
   private final @Nullable Function<byte[], Fingerprint> fingerprints;
   private final @Nullable OrderingStep ordering;
+  private final @Nullable SequenceGuard sequences;
   private final @Nullable Transform transform;
   private final Deliverer deliverer;
   private final @Nullable Function<Delivery, byte[]> outboxEncoder;
@@ -110,6 +111,7 @@ public final class Pipeline {
     this.outbox = b.outbox;
     this.fingerprints = b.fingerprints;
     this.ordering = b.ordering;
+    this.sequences = b.sequences;
     this.transform = b.transform;
     this.deliverer = Objects.requireNonNull(b.deliverer, "deliverer");
     this.outboxEncoder = b.outboxEncoder;
@@ -437,25 +439,66 @@ public final class Pipeline {
   /** Orders, transforms and delivers (or enqueues); returns the settled outcome. */
   private Outcome run(InboundRequest event, DedupKey key, @Nullable Reservation r) {
     OrderingStep.Turn turn = null;
+    long sequence = SequenceGuard.NONE;
     try {
+      SequenceGuard seq = sequences;
+      if (seq != null) {
+        try {
+          sequence = seq.sequenceOf(event.body());
+        } catch (KeyDerivationException e) {
+          return settle(
+              r,
+              key,
+              Step.release("its sequence is bad", badInput("invalid_sequence", e.getMessage())));
+        }
+      }
       if (ordering != null) {
         turn = ordering.enter(event);
+        if (turn != null && seq != null) {
+          long deadline = time.monotonicNanos() + seq.gapTimeout().toNanos();
+          while (true) {
+            long last = seq.last(turn.key());
+            if (last != SequenceGuard.NONE && sequence <= last) {
+              return stale(r, key, turn.key(), sequence, last);
+            }
+            if (last == SequenceGuard.NONE || sequence - 1 <= last) {
+              break; // the key's first event, or the next one
+            }
+            if (time.monotonicNanos() - deadline >= 0) {
+              gapReleased(key, turn.key(), sequence, last);
+              break;
+            }
+            // Early: wait for the gap without the key's turn, so the events filling it can pass.
+            String orderingKey = turn.key();
+            turn.close();
+            turn = null;
+            seq.awaitGap(orderingKey, sequence, deadline);
+            turn = ordering.enter(event);
+            if (turn == null) {
+              break;
+            }
+          }
+        }
       }
       List<byte[]> outputs =
           transform == null ? List.of(event.body()) : transform.apply(event.body());
       String orderingKey = turn == null ? null : turn.key();
       if (outputs.isEmpty()) {
-        return settle(r, key, Step.dropped());
+        return sequenced(seq, turn, sequence, settle(r, key, Step.dropped()));
       }
       String fence = turn == null ? null : turn.fence();
       Map<String, String> headers =
           fence == null ? JSON_HEADERS : Map.of("Content-Type", "application/json", FENCE, fence);
-      return settle(
-          r,
-          key,
-          async
-              ? enqueue(key, orderingKey, outputs)
-              : deliverNow(key, r, orderingKey, outputs, headers));
+      return sequenced(
+          seq,
+          turn,
+          sequence,
+          settle(
+              r,
+              key,
+              async
+                  ? enqueue(key, orderingKey, outputs)
+                  : deliverNow(key, r, orderingKey, outputs, headers)));
     } catch (OrderingBusyException e) {
       LOG.warn("pipeline={} key={} not processed: {}", id, key.toHex(), e.getMessage());
       return settle(
@@ -503,6 +546,65 @@ public final class Pipeline {
         turn.close();
       }
     }
+  }
+
+  /**
+   * Sequence mode: after an event of an ordering key was processed (accepted: delivered, enqueued
+   * or dropped by the transform), records its sequence as the key's last, still holding the turn.
+   */
+  private Outcome sequenced(
+      @Nullable SequenceGuard seq, OrderingStep.@Nullable Turn turn, long sequence, Outcome o) {
+    if (seq != null && turn != null && o instanceof Outcome.Accepted) {
+      try {
+        seq.record(turn.key(), sequence);
+      } catch (StoreUnavailableException e) {
+        LOG.warn(
+            "pipeline={} ordering key={} processed sequence {} but could not record it ({}); a"
+                + " resend of an older one may pass",
+            id,
+            turn.key(),
+            sequence,
+            e.getMessage());
+      }
+    }
+    return o;
+  }
+
+  /** Sequence mode: drops a stale event, committing its key like a duplicate's. */
+  private Outcome stale(
+      @Nullable Reservation r, DedupKey key, String orderingKey, long sequence, long last) {
+    if (meters != null) {
+      meters.stale();
+    }
+    LogFields.decision(
+        id,
+        key.toHex(),
+        "stale",
+        () ->
+            LOG.info(
+                "pipeline={} key={} ordering key={} dropped as stale: sequence {} is not newer than"
+                    + " the last processed {}",
+                id,
+                key.toHex(),
+                orderingKey,
+                sequence,
+                last));
+    return settle(r, key, new Step.Commit(null, new Outcome.Stale(key, sequence, last)));
+  }
+
+  private void gapReleased(DedupKey key, String orderingKey, long sequence, long last) {
+    if (meters != null) {
+      meters.gapReleased();
+    }
+    LOG.warn(
+        "pipeline={} key={} ordering key={} sequence {} waited ordering.gap_timeout for {} to"
+            + " {}; processing it without them",
+        id,
+        key.toHex(),
+        orderingKey,
+        sequence,
+        last + 1,
+        sequence - 1);
   }
 
   /** Delivers every output now; says how to settle. */
@@ -811,6 +913,7 @@ public final class Pipeline {
     private @Nullable OutboxStore outbox;
     private @Nullable Function<byte[], Fingerprint> fingerprints;
     private @Nullable OrderingStep ordering;
+    private @Nullable SequenceGuard sequences;
     private @Nullable Transform transform;
     private @Nullable Deliverer deliverer;
     private @Nullable Function<Delivery, byte[]> outboxEncoder;
@@ -870,6 +973,17 @@ public final class Pipeline {
      */
     public Builder ordering(@Nullable OrderingStep ordering) {
       this.ordering = ordering;
+      return this;
+    }
+
+    /**
+     * Sets sequence mode ({@code ordering.sequence}): stale events dropped, early ones held.
+     *
+     * @param sequences the guard, or null for none; needs an ordering step
+     * @return this builder
+     */
+    public Builder sequences(@Nullable SequenceGuard sequences) {
+      this.sequences = sequences;
       return this;
     }
 
