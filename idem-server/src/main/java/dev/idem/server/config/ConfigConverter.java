@@ -484,6 +484,15 @@ final class ConfigConverter {
                 + "; use mode: sync or another store");
       }
     }
+    if (ordering != null
+        && ordering.onFailure() == OrderingFailure.BLOCK
+        && deliver.mode() == DeliveryMode.ASYNC) {
+      problem(
+          at + ".ordering.on_failure",
+          "block is for deliver.mode: sync for now; async delivery dead-letters an entry that"
+              + " exhausts deliver.retries and its key's next entry proceeds (on_failure:"
+              + " dead_letter)");
+    }
     if (dedup != null && dedup.mode() == DedupMode.REPLAY && deliver.mode() != DeliveryMode.SYNC) {
       problem(
           at + ".dedup.mode",

@@ -92,6 +92,7 @@ public final class Pipeline {
   private final @Nullable Function<byte[], Fingerprint> fingerprints;
   private final @Nullable OrderingStep ordering;
   private final @Nullable SequenceGuard sequences;
+  private final @Nullable PoisonKeys poison;
   private final @Nullable Transform transform;
   private final Deliverer deliverer;
   private final @Nullable Function<Delivery, byte[]> outboxEncoder;
@@ -112,6 +113,7 @@ public final class Pipeline {
     this.fingerprints = b.fingerprints;
     this.ordering = b.ordering;
     this.sequences = b.sequences;
+    this.poison = b.poison;
     this.transform = b.transform;
     this.deliverer = Objects.requireNonNull(b.deliverer, "deliverer");
     this.outboxEncoder = b.outboxEncoder;
@@ -184,6 +186,15 @@ public final class Pipeline {
    */
   public @Nullable OutboxStore outbox() {
     return outbox;
+  }
+
+  /**
+   * Returns the pipeline's poison-key guard (sync delivery with an ordering key).
+   *
+   * @return the guard, or null if the pipeline has none
+   */
+  public @Nullable PoisonKeys poisonKeys() {
+    return poison;
   }
 
   /**
@@ -440,6 +451,7 @@ public final class Pipeline {
   private Outcome run(InboundRequest event, DedupKey key, @Nullable Reservation r) {
     OrderingStep.Turn turn = null;
     long sequence = SequenceGuard.NONE;
+    PoisonKeys.State poisoned = null;
     try {
       SequenceGuard seq = sequences;
       if (seq != null) {
@@ -480,25 +492,36 @@ public final class Pipeline {
           }
         }
       }
+      if (turn != null && poison != null) {
+        poisoned = poison.state(turn.key());
+        Outcome.Unavailable wait = poison.check(poisoned, key);
+        if (wait != null) {
+          return settle(r, key, Step.release("its ordering key is failing or blocked", wait));
+        }
+      }
       List<byte[]> outputs =
           transform == null ? List.of(event.body()) : transform.apply(event.body());
       String orderingKey = turn == null ? null : turn.key();
       if (outputs.isEmpty()) {
-        return sequenced(seq, turn, sequence, settle(r, key, Step.dropped()));
+        return poisonAfter(
+            turn, poisoned, sequenced(seq, turn, sequence, settle(r, key, Step.dropped())));
       }
       String fence = turn == null ? null : turn.fence();
       Map<String, String> headers =
           fence == null ? JSON_HEADERS : Map.of("Content-Type", "application/json", FENCE, fence);
-      return sequenced(
-          seq,
+      return poisonAfter(
           turn,
-          sequence,
-          settle(
-              r,
-              key,
-              async
-                  ? enqueue(key, orderingKey, outputs)
-                  : deliverNow(key, r, orderingKey, outputs, headers)));
+          poisoned,
+          sequenced(
+              seq,
+              turn,
+              sequence,
+              settle(
+                  r,
+                  key,
+                  async
+                      ? enqueue(key, orderingKey, outputs)
+                      : deliverNow(key, r, orderingKey, outputs, headers))));
     } catch (OrderingBusyException e) {
       LOG.warn("pipeline={} key={} not processed: {}", id, key.toHex(), e.getMessage());
       return settle(
@@ -515,18 +538,21 @@ public final class Pipeline {
     } catch (TransformException e) {
       // The jq program and its error are the operator's business, not the sender's.
       LOG.warn("pipeline={} key={} transform failed: {}", id, key.toHex(), e.getMessage());
-      return settle(
-          r,
-          key,
-          Step.release(
-              "the transform failed",
-              new Outcome.Failed(
-                  key,
-                  Outcome.Failure.TRANSFORM,
-                  "transform_failed",
-                  "the pipeline's transform failed on this event; nothing was delivered and the"
-                      + " key was released, so a retry is processed again (the service's log says"
-                      + " why)")));
+      return poisonAfter(
+          turn,
+          poisoned,
+          settle(
+              r,
+              key,
+              Step.release(
+                  "the transform failed",
+                  new Outcome.Failed(
+                      key,
+                      Outcome.Failure.TRANSFORM,
+                      "transform_failed",
+                      "the pipeline's transform failed on this event; nothing was delivered and the"
+                          + " key was released, so a retry is processed again (the service's log says"
+                          + " why)"))));
     } catch (StoreUnavailableException e) {
       return settle(r, key, Step.release("the store is unavailable", storeUnavailable(e, key)));
     } catch (RuntimeException e) {
@@ -566,6 +592,33 @@ public final class Pipeline {
             sequence,
             e.getMessage());
       }
+    }
+    return o;
+  }
+
+  /**
+   * Poison keys (sync): a failure of an ordered event counts an attempt against its ordering key; a
+   * success of the event that was failing lets the key move on.
+   */
+  private Outcome poisonAfter(
+      OrderingStep.@Nullable Turn turn, PoisonKeys.@Nullable State before, Outcome o) {
+    PoisonKeys p = poison;
+    if (p == null || turn == null) {
+      return o;
+    }
+    try {
+      if (o instanceof Outcome.Failed f && f.kind() != Outcome.Failure.INTERNAL) {
+        return p.failed(turn.key(), before, f);
+      }
+      if (o instanceof Outcome.Accepted && before != null) {
+        p.succeeded(turn.key());
+      }
+    } catch (StoreUnavailableException e) {
+      LOG.warn(
+          "pipeline={} ordering key={} could not record the event's attempt: {}",
+          id,
+          turn.key(),
+          e.getMessage());
     }
     return o;
   }
@@ -914,6 +967,7 @@ public final class Pipeline {
     private @Nullable Function<byte[], Fingerprint> fingerprints;
     private @Nullable OrderingStep ordering;
     private @Nullable SequenceGuard sequences;
+    private @Nullable PoisonKeys poison;
     private @Nullable Transform transform;
     private @Nullable Deliverer deliverer;
     private @Nullable Function<Delivery, byte[]> outboxEncoder;
@@ -984,6 +1038,17 @@ public final class Pipeline {
      */
     public Builder sequences(@Nullable SequenceGuard sequences) {
       this.sequences = sequences;
+      return this;
+    }
+
+    /**
+     * Sets poison-key handling (sync delivery with an ordering key).
+     *
+     * @param poison the guard, or null for none; needs an ordering step
+     * @return this builder
+     */
+    public Builder poison(@Nullable PoisonKeys poison) {
+      this.poison = poison;
       return this;
     }
 

@@ -1,14 +1,10 @@
 package dev.idem.server.pipeline;
 
-import dev.idem.Decision;
-import dev.idem.DedupKey;
 import dev.idem.Deduplicator;
 import dev.idem.IdemException;
 import dev.idem.KeyDerivationException;
-import dev.idem.Settlement;
 import dev.idem.TimeSource;
 import dev.idem.key.FieldPath;
-import dev.idem.spi.KeyState;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Objects;
@@ -45,7 +41,7 @@ public final class SequenceGuard {
   private final String pipeline;
   private final String spelling;
   private final FieldPath path;
-  private final Deduplicator records;
+  private final StoredValues records;
   private final Duration gapTimeout;
   private final TimeSource time;
 
@@ -64,7 +60,7 @@ public final class SequenceGuard {
     this.pipeline = Objects.requireNonNull(pipeline, "pipeline");
     this.spelling = path;
     this.path = FieldPath.parse(path);
-    this.records = Objects.requireNonNull(records, "records");
+    this.records = new StoredValues(Objects.requireNonNull(records, "records"));
     this.gapTimeout = Objects.requireNonNull(gapTimeout, "gapTimeout");
     this.time = Objects.requireNonNull(time, "time");
   }
@@ -118,10 +114,10 @@ public final class SequenceGuard {
    * @return the sequence, or {@link #NONE} if the key has none yet
    */
   public long last(String orderingKey) {
-    KeyState state = records.inspect(DedupKey.parseHex(orderingKey));
-    if (state instanceof KeyState.Committed c && c.result() != null) {
+    byte[] value = records.read(orderingKey);
+    if (value != null) {
       try {
-        return Long.parseLong(new String(c.result(), StandardCharsets.US_ASCII));
+        return Long.parseLong(new String(value, StandardCharsets.US_ASCII));
       } catch (NumberFormatException e) {
         LOG.warn("pipeline={} ordering key={} unreadable last sequence", pipeline, orderingKey);
       }
@@ -136,26 +132,14 @@ public final class SequenceGuard {
    * @param sequence the sequence just processed
    */
   public void record(String orderingKey, long sequence) {
-    DedupKey k = DedupKey.parseHex(orderingKey);
-    byte[] value = Long.toString(sequence).getBytes(StandardCharsets.US_ASCII);
-    for (int attempt = 0; attempt < 3; attempt++) {
-      Decision d = records.reserve(k);
-      if (d instanceof Decision.Acquired a) {
-        if (a.reservation().commit(value) == Settlement.COMMITTED) {
-          return;
-        }
-      } else if (d instanceof Decision.Duplicate) {
-        records.forget(k);
-      } else {
-        break; // another writer's reservation: only after a crash, or best-effort ordering
-      }
+    if (!records.write(orderingKey, Long.toString(sequence).getBytes(StandardCharsets.US_ASCII))) {
+      LOG.warn(
+          "pipeline={} ordering key={} could not record last sequence {} (another writer held"
+              + " it); the key's next event is checked against the older one",
+          pipeline,
+          orderingKey,
+          sequence);
     }
-    LOG.warn(
-        "pipeline={} ordering key={} could not record last sequence {} (another writer held it);"
-            + " the key's next event is checked against the older one",
-        pipeline,
-        orderingKey,
-        sequence);
   }
 
   /**
