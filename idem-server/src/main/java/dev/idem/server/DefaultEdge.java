@@ -53,6 +53,9 @@ public final class DefaultEdge implements Edge {
     if (settings instanceof SinkSettings.Jdbc j) {
       return Sinks.jdbc(new JdbcSinkSettings(j.url(), j.table(), j.username(), j.password()));
     }
+    if (settings instanceof SinkSettings.Nats n) {
+      return Sinks.nats(n.url(), n.subject(), n.stream(), n.timeout());
+    }
     return Sinks.stdout();
   }
 

@@ -2,8 +2,10 @@ package dev.idem.server;
 
 import dev.idem.TimeSource;
 import dev.idem.server.admin.Explainer;
+import dev.idem.server.auth.MtlsSettings;
 import dev.idem.server.config.HttpLimits;
 import dev.idem.server.config.ServerSettings;
+import dev.idem.server.config.TlsSettings;
 import dev.idem.server.http.AdminApi;
 import dev.idem.server.http.HeaderDeadline;
 import dev.idem.server.http.HealthCheck;
@@ -12,16 +14,22 @@ import dev.idem.server.http.JsonErrorHandler;
 import dev.idem.server.logging.AccessLog;
 import dev.idem.server.metrics.DecisionSampler;
 import dev.idem.server.pipeline.Pipeline;
+import dev.idem.server.tls.ServerTls;
 import java.net.URI;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.eclipse.jetty.http.HttpVersion;
 import org.eclipse.jetty.http.UriCompliance;
 import org.eclipse.jetty.server.HttpConfiguration;
 import org.eclipse.jetty.server.HttpConnectionFactory;
 import org.eclipse.jetty.server.RequestLog;
+import org.eclipse.jetty.server.SecureRequestCustomizer;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.server.SslConnectionFactory;
 import org.eclipse.jetty.server.handler.GracefulHandler;
 import org.eclipse.jetty.util.VirtualThreads;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
@@ -55,6 +63,7 @@ public final class IdemServer implements AutoCloseable {
   private final ServerSettings settings;
   private final boolean virtualThreads;
   private final @Nullable AdminApi admin;
+  private final @Nullable ServerTls tls;
 
   private IdemServer(ServerSettings settings, ServiceRuntime runtime) {
     this.settings = settings;
@@ -82,7 +91,19 @@ public final class IdemServer implements AutoCloseable {
             UriCompliance.Violation.AMBIGUOUS_PATH_SEGMENT,
             UriCompliance.Violation.AMBIGUOUS_EMPTY_SEGMENT,
             UriCompliance.Violation.SUSPICIOUS_PATH_CHARACTERS));
-    this.connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
+    this.tls = tls(settings, runtime);
+    if (tls == null) {
+      this.connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
+    } else {
+      HttpConfiguration https = new HttpConfiguration(http);
+      // Exposes the verified client certificate to the handler; no SNI checks (one certificate).
+      https.addCustomizer(new SecureRequestCustomizer(false));
+      this.connector =
+          new ServerConnector(
+              jetty,
+              new SslConnectionFactory(tls.factory(), HttpVersion.HTTP_1_1.asString()),
+              new HttpConnectionFactory(https));
+    }
     connector.setHost(settings.host());
     connector.setPort(settings.port());
     configure(connector, settings);
@@ -141,6 +162,22 @@ public final class IdemServer implements AutoCloseable {
     jetty.setStopAtShutdown(false);
   }
 
+  /** The listener's TLS, with the sources' {@code auth.mtls.ca} files trusted too; or null. */
+  private static @Nullable ServerTls tls(ServerSettings settings, ServiceRuntime runtime) {
+    TlsSettings t = settings.tls();
+    if (t == null) {
+      return null;
+    }
+    List<Path> cas = new ArrayList<>();
+    for (Pipeline p : runtime.pipelines()) {
+      MtlsSettings m = p.settings().webhook().mtls();
+      if (m != null && m.ca() != null) {
+        cas.add(m.ca());
+      }
+    }
+    return ServerTls.create(t, cas);
+  }
+
   private static void configure(ServerConnector c, ServerSettings settings) {
     // Silence on a connection (between bytes of a request, or between requests) ends it.
     c.setIdleTimeout(settings.limits().idleTimeout().toMillis());
@@ -157,7 +194,13 @@ public final class IdemServer implements AutoCloseable {
    * @throws IllegalStateException if the port cannot be bound
    */
   public static IdemServer start(ServerSettings settings, ServiceRuntime runtime) {
-    IdemServer server = new IdemServer(settings, runtime);
+    IdemServer server;
+    try {
+      server = new IdemServer(settings, runtime);
+    } catch (RuntimeException e) {
+      runtime.close(); // e.g. a TLS file that no longer loads
+      throw e;
+    }
     try {
       server.jetty.start();
       server.headers.start(server.jetty.getScheduler());
@@ -166,6 +209,9 @@ public final class IdemServer implements AutoCloseable {
         server.jetty.stop();
       } catch (Exception ignored) {
         // Starting failed; stopping what started is best effort.
+      }
+      if (server.tls != null) {
+        server.tls.close();
       }
       runtime.close();
       throw new IllegalStateException(
@@ -184,7 +230,8 @@ public final class IdemServer implements AutoCloseable {
           e);
     }
     LOG.info(
-        "idem listening on http://{}:{}{} ({} {}; request threads: {}; admin API {})",
+        "idem listening on {}://{}:{}{} ({} {}; request threads: {}; admin API {})",
+        server.tls == null ? "http" : "https",
         settings.host(),
         server.port(),
         server.management == null ? "" : ", /metrics on port " + server.managementPort(),
@@ -247,7 +294,7 @@ public final class IdemServer implements AutoCloseable {
    * @return e.g. {@code http://127.0.0.1:8080}
    */
   public URI uri() {
-    return URI.create("http://" + loopbackHost() + ":" + port());
+    return URI.create((tls == null ? "http://" : "https://") + loopbackHost() + ":" + port());
   }
 
   /**
@@ -296,6 +343,9 @@ public final class IdemServer implements AutoCloseable {
     }
     if (admin != null) {
       admin.close();
+    }
+    if (tls != null) {
+      tls.close();
     }
     runtime.close();
     LOG.info("idem stopped");

@@ -189,8 +189,9 @@ abstract class PipelineKeys implements EventKeys {
     @Override
     public String describe() {
       return callers
-          ? "the default key: the caller's principal chain from the bearer token (iss, sub, then"
-              + " each act) plus SHA-256 of the body in RFC 8785 canonical JSON"
+          ? "the default key: the caller's principal chain (a bearer token's iss, sub, then each"
+              + " act; a client certificate's issuer and subject; or the trusted principal"
+              + " header) plus SHA-256 of the body in RFC 8785 canonical JSON"
           : "the default key: SHA-256 of the body in RFC 8785 canonical JSON";
     }
   }

@@ -11,7 +11,9 @@ import dev.idem.ordering.LocalOrderingGate;
 import dev.idem.ordering.OrderingConfig;
 import dev.idem.ordering.OrderingGate;
 import dev.idem.server.auth.CallerAuthenticator;
+import dev.idem.server.auth.HeaderCallers;
 import dev.idem.server.auth.JwtCallers;
+import dev.idem.server.auth.MtlsCallers;
 import dev.idem.server.config.DedupMode;
 import dev.idem.server.config.DedupSettings;
 import dev.idem.server.config.DeliveryMode;
@@ -33,6 +35,8 @@ import dev.idem.server.signature.SignatureVerifier;
 import dev.idem.server.source.EventSource;
 import dev.idem.server.source.Sources;
 import dev.idem.server.source.webhook.WebhookSource;
+import dev.idem.server.tenant.TenantKeys;
+import dev.idem.server.tenant.TenantScopedStore;
 import dev.idem.server.transform.Transform;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.OutboxStore;
@@ -51,6 +55,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -114,7 +119,7 @@ public final class ServiceAssembly {
             pipeline(config, p, stores, edge, time, metrics, background, sinks, renewals);
         pipelines.add(pipeline);
         if (p.source() instanceof WebhookSettings w) {
-          webhooks.add(webhook(pipeline, w, edge, time));
+          webhooks.add(webhook(config, pipeline, w, edge, time));
         } else {
           sources.add(
               Sources.open(
@@ -163,8 +168,10 @@ public final class ServiceAssembly {
             ? null
             : edge.verifier(Objects.requireNonNull(w.signature()), time);
     KeySpec spec = p.dedup() == null ? null : p.dedup().key();
-    return PipelineKeys.of(
-        spec == null ? p.source().defaultKey() : spec, verifier, w != null && w.jwt() != null);
+    return withTenant(
+        p,
+        PipelineKeys.of(
+            spec == null ? p.source().defaultKey() : spec, verifier, w != null && w.callers()));
   }
 
   /** One daemon thread that renews the leases of every pipeline's running work. */
@@ -183,19 +190,53 @@ public final class ServiceAssembly {
 
   /** The webhook edge of a pipeline: its signature check and caller authentication. */
   private static WebhookSource webhook(
-      Pipeline pipeline, WebhookSettings w, Edge edge, TimeSource time) {
+      IdemConfig config, Pipeline pipeline, WebhookSettings w, Edge edge, TimeSource time) {
     try {
       SignatureVerifier verifier =
           w.signature() == null ? null : edge.verifier(Objects.requireNonNull(w.signature()), time);
-      CallerAuthenticator callers =
-          w.jwt() == null
-              ? null
-              : JwtCallers.create(pipeline.id(), Objects.requireNonNull(w.jwt()), time);
       return new WebhookSource(
-          pipeline, verifier, callers, time, WebhookSource.DEFAULT_MAX_REJECTION_LINES_PER_SECOND);
+          pipeline,
+          verifier,
+          callers(config, pipeline.settings(), w, time),
+          time,
+          WebhookSource.DEFAULT_MAX_REJECTION_LINES_PER_SECOND);
     } catch (IdemConfigException e) {
       throw new IdemConfigException("pipeline " + pipeline.id() + ": " + e.getMessage());
     }
+  }
+
+  /** The source's caller authentication, or null for none. */
+  private static @Nullable CallerAuthenticator callers(
+      IdemConfig config, PipelineSettings p, WebhookSettings w, TimeSource time) {
+    if (w.jwt() != null) {
+      return JwtCallers.create(p.id(), Objects.requireNonNull(w.jwt()), time);
+    }
+    if (w.mtls() != null) {
+      var tls = config.server().tls();
+      return MtlsCallers.create(
+          p.id(), Objects.requireNonNull(w.mtls()), tls == null ? null : tls.clientCa(), time);
+    }
+    if (w.principalHeader() != null) {
+      return HeaderCallers.create(p.id(), Objects.requireNonNull(w.principalHeader()), time);
+    }
+    return null;
+  }
+
+  /** A tenanted pipeline's keys are its rule's keys scoped per tenant. */
+  private static EventKeys withTenant(PipelineSettings p, EventKeys keys) {
+    return p.tenant() == null ? keys : new TenantKeys(Objects.requireNonNull(p.tenant()), keys);
+  }
+
+  /**
+   * Returns the store a pipeline's dedup step uses: the store itself, or for a tenanted pipeline
+   * the view that keeps each tenant's keys in its own scope.
+   *
+   * @param p the pipeline
+   * @param store the pipeline's store
+   * @return the store its deduplicator uses
+   */
+  public static DedupStore dedupStore(PipelineSettings p, DedupStore store) {
+    return p.tenant() == null ? store : new TenantScopedStore(store, Scope.of(p.id()));
   }
 
   /**
@@ -248,7 +289,7 @@ public final class ServiceAssembly {
               .renewals(renewals);
       OutboxStore outbox = null;
       if (d != null) {
-        DedupStore store = Objects.requireNonNull(stores.get(config.storeOf(p)));
+        DedupStore store = dedupStore(p, Objects.requireNonNull(stores.get(config.storeOf(p))));
         Deduplicator dedup =
             Deduplicator.builder(store, Scope.of(p.id()))
                 .config(d.config())

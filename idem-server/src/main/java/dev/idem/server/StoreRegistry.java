@@ -5,6 +5,7 @@ import dev.idem.IdemConfigException;
 import dev.idem.Scope;
 import dev.idem.StoreUnavailableException;
 import dev.idem.TimeSource;
+import dev.idem.server.config.RedisLayout;
 import dev.idem.server.config.RocksDbDurability;
 import dev.idem.server.config.StoreSettings;
 import dev.idem.spi.DedupStore;
@@ -12,6 +13,7 @@ import dev.idem.spi.StoreCapabilities;
 import dev.idem.store.jdbc.JdbcDedupStore;
 import dev.idem.store.memory.MemoryDedupStore;
 import dev.idem.store.redis.RedisDedupStore;
+import dev.idem.store.redis.RedisDedupStoreConfig;
 import dev.idem.store.rocksdb.Durability;
 import dev.idem.store.rocksdb.RocksDbDedupStore;
 import java.net.InetAddress;
@@ -144,6 +146,14 @@ final class StoreRegistry {
               .commandTimeout(s.faults().timeout())
               .reconnectDelay(s.faults().reconnectDelay())
               .requireDurable(s.faults().requireDurable())
+              .layout(
+                  s.redisLayout() == RedisLayout.COMPACT
+                      ? RedisDedupStoreConfig.Layout.COMPACT
+                      : RedisDedupStoreConfig.Layout.STANDARD)
+              .compactShards(
+                  s.compactShards() == null
+                      ? RedisDedupStoreConfig.DEFAULT_COMPACT_SHARDS
+                      : s.compactShards())
               .build();
       case JDBC -> {
         JdbcDedupStore.Builder b =

@@ -16,6 +16,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -138,7 +139,7 @@ class MultiInstanceOrderingIT {
       instance[i] = start(i, 0);
     }
     for (int i = 0; i < 3; i++) {
-      LauncherIT.awaitUp(http[i], instance[i]);
+      awaitUp(http[i], instance[i]);
     }
 
     // when: every key's events are posted, each to a random instance, 20% resent once accepted
@@ -226,6 +227,21 @@ class MultiInstanceOrderingIT {
       Thread.sleep(20);
     }
     throw new AssertionError("not accepted within 120 s: " + body);
+  }
+
+  /** Like LauncherIT.awaitUp, with room for three JVMs starting at once on a loaded machine. */
+  private static void awaitUp(Http http, Process p) {
+    org.awaitility.Awaitility.await()
+        .atMost(Duration.ofSeconds(180))
+        .pollInterval(Duration.ofMillis(250))
+        .ignoreExceptions()
+        .until(
+            () -> {
+              if (!p.isAlive()) {
+                throw new AssertionError("idem exited with " + p.exitValue());
+              }
+              return http.get("/health").statusCode() == 200;
+            });
   }
 
   private void awaitAccepted(AtomicLong accepted, long n) throws InterruptedException {

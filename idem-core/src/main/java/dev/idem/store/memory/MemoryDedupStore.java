@@ -49,7 +49,7 @@ import org.jspecify.annotations.Nullable;
  * Every operation applies exactly the transitions of {@link DedupStateMachine} (leases, sliding and
  * fixed TTLs, fencing tokens, idempotent re-commit, conflicts, result replay), judged by the
  * caller's {@code nowMillis}. A scope's keys are split by hash into stripes (see below), each
- * guarded by its own monitor, so operations on one key are <b>linearizable</b> (exactly one of any
+ * guarded by its own lock, so operations on one key are <b>linearizable</b> (exactly one of any
  * number of concurrent reserves of an absent key is acquired), and so are all operations on one
  * stripe; threads working on different keys rarely wait for each other, and scopes never block or
  * evict each other. An entry whose lease or TTL has run out reads as absent and its slot is reused
@@ -102,7 +102,7 @@ import org.jspecify.annotations.Nullable;
  * making room or sweeping. A reserve that takes over its own key's dead entry answers {@link
  * ReserveResult.Replaced#EXPIRED_LEASE} or {@link ReserveResult.Replaced#EXPIRED_KEY} instead (the
  * {@link dev.idem.Deduplicator} reports that one). Listeners run on the calling thread after the
- * scope's monitor is released; exceptions they throw are ignored.
+ * stripe's lock is released; exceptions they throw are ignored.
  *
  * <h2>Memory</h2>
  *
@@ -117,7 +117,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <h2>Outbox</h2>
  *
- * {@link #commitAndEnqueue} appends under the same monitor as the commit, so a message becomes
+ * {@link #commitAndEnqueue} appends under the same stripe lock as the commit, so a message becomes
  * visible together with its commit; it is appended only when the commit changes the key from in
  * flight to committed, so a repeated commit with the same token appends nothing. Entries are kept
  * per queue in append order and are not bounded by {@code maxKeys}; each queue keeps at most {@link
@@ -131,7 +131,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   private static final StoreCapabilities CAPABILITIES =
       new StoreCapabilities(true, false, false, true);
 
-  /** Batches hold a scope's monitor for at most this many requests at a time. */
+  /** Batches hold a stripe's lock for at most this many requests at a time. */
   private static final int BATCH = 64;
 
   private final MemoryStoreConfig config;
@@ -213,7 +213,8 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     List<Segment.StoreEvent> events = null;
     try {
       while (true) {
-        synchronized (seg) {
+        seg.lock();
+        try {
           if (!seg.retired) {
             try {
               return reserveIn(seg, h, w0, w1, w2, w3, request);
@@ -221,6 +222,8 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
               events = seg.drainEvents();
             }
           }
+        } finally {
+          seg.unlock();
         }
         seg = segmentAgain(scope, h);
       }
@@ -232,7 +235,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     }
   }
 
-  /** Applies a reserve to the segment of its key, under the segment's monitor. */
+  /** Applies a reserve to the segment of its key, under the segment's lock. */
   private static ReserveResult reserveIn(
       Segment seg, long h, long w0, long w1, long w2, long w3, ReserveRequest r) {
     long token = r.token();
@@ -263,17 +266,20 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     Scope scope = request.scope();
     Segment seg = segment(scope, h);
     while (true) {
-      synchronized (seg) {
+      seg.lock();
+      try {
         if (!seg.retired) {
           return applied(commitIn(seg, h, w0, w1, w2, w3, request, result));
         }
+      } finally {
+        seg.unlock();
       }
       seg = segmentAgain(scope, h);
     }
   }
 
   /**
-   * Applies a commit to the segment of its key, under the segment's monitor.
+   * Applies a commit to the segment of its key, under the segment's lock.
    *
    * @return as {@link Segment#commit}: null for an idempotent repeat
    */
@@ -310,10 +316,13 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     Scope scope = request.scope();
     Segment seg = segment(scope, h);
     while (true) {
-      synchronized (seg) {
+      seg.lock();
+      try {
         if (!seg.retired) {
           return seg.release(h, w0, w1, w2, w3, request.token(), request.nowMillis());
         }
+      } finally {
+        seg.unlock();
       }
       seg = segmentAgain(scope, h);
     }
@@ -335,11 +344,14 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     Scope scope = request.scope();
     Segment seg = segment(scope, h);
     while (true) {
-      synchronized (seg) {
+      seg.lock();
+      try {
         if (!seg.retired) {
           return seg.extend(
               h, w0, w1, w2, w3, request.token(), request.nowMillis(), request.leaseUntil());
         }
+      } finally {
+        seg.unlock();
       }
       seg = segmentAgain(scope, h);
     }
@@ -362,10 +374,13 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
       if (seg == null) {
         return KeyState.ABSENT;
       }
-      synchronized (seg) {
+      seg.lock();
+      try {
         if (!seg.retired) {
           return seg.inspect(h, w0, w1, w2, w3, nowMillis);
         }
+      } finally {
+        seg.unlock();
       }
     }
   }
@@ -390,10 +405,13 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
       if (seg == null) {
         return false;
       }
-      synchronized (seg) {
+      seg.lock();
+      try {
         if (!seg.retired) {
           return seg.forget(h, w0, w1, w2, w3);
         }
+      } finally {
+        seg.unlock();
       }
     }
   }
@@ -417,7 +435,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * {@inheritDoc}
    *
    * <p>Consecutive requests of the same scope and stripe are applied under one acquisition of the
-   * stripe's monitor (up to 64 at a time); each request is still its own atomic step.
+   * stripe's lock (up to 64 at a time); each request is still its own atomic step.
    *
    * @throws StoreException if a scope is full of live in-flight reservations (the requests before
    *     it were applied)
@@ -432,7 +450,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * {@inheritDoc}
    *
    * <p>Consecutive requests of the same scope and stripe are applied under one acquisition of the
-   * stripe's monitor (up to 64 at a time); each request is still its own atomic step.
+   * stripe's lock (up to 64 at a time); each request is still its own atomic step.
    *
    * @throws IllegalStateException if the store is closed
    */
@@ -450,7 +468,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * {@inheritDoc}
    *
    * <p>Consecutive requests of the same scope and stripe are applied under one acquisition of the
-   * stripe's monitor (up to 64 at a time); each request is still its own atomic step.
+   * stripe's lock (up to 64 at a time); each request is still its own atomic step.
    *
    * @throws IllegalStateException if the store is closed
    */
@@ -463,7 +481,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
         (seg, h, w0, w1, w2, w3, r) -> seg.release(h, w0, w1, w2, w3, r.token(), r.nowMillis()));
   }
 
-  /** One request applied to the stripe that holds its key, under the stripe's monitor. */
+  /** One request applied to the stripe that holds its key, under the stripe's lock. */
   @FunctionalInterface
   private interface StripeOp<R, A> {
     A apply(Segment seg, long h, long w0, long w1, long w2, long w3, R request);
@@ -471,7 +489,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
 
   /**
    * Applies requests in order, consecutive ones of the same stripe under one acquisition of its
-   * monitor (at most {@link #BATCH} at a time), firing the events they cause after releasing it.
+   * lock (at most {@link #BATCH} at a time), firing the events they cause after releasing it.
    */
   private <R, A> List<A> batch(
       List<R> requests,
@@ -489,7 +507,8 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
       retry = false;
       List<Segment.StoreEvent> events = null;
       try {
-        synchronized (seg) {
+        seg.lock();
+        try {
           if (seg.retired) {
             retry = true;
             continue;
@@ -512,6 +531,8 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
           } finally {
             events = seg.drainEvents();
           }
+        } finally {
+          seg.unlock();
         }
       } finally {
         if (events != null) {
@@ -530,8 +551,8 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * {@inheritDoc}
    *
    * <p>Reports each removed entry to the listener as {@link DedupListener#onExpired expired}.
-   * Scopes are swept one at a time, large ones in chunks, so the sweep never holds a scope's
-   * monitor for long; entries that die while it runs may be left for the next sweep.
+   * Scopes are swept one at a time, large ones in chunks, so the sweep never holds a scope's lock
+   * for long; entries that die while it runs may be left for the next sweep.
    *
    * @throws IllegalStateException if the store is closed
    */
@@ -552,7 +573,8 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
       boolean done = false;
       while (!done) {
         List<Segment.StoreEvent> events = null;
-        synchronized (seg) {
+        seg.lock();
+        try {
           if (seg.retired) {
             break;
           }
@@ -567,6 +589,8 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
           cursor = to - 1;
           done = to <= Segment.firstSlot();
           events = seg.drainEvents();
+        } finally {
+          seg.unlock();
         }
         if (events != null) {
           fire(events);
@@ -639,8 +663,11 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     int n = 0;
     if (stripes != null) {
       for (Segment seg : stripes.all()) {
-        synchronized (seg) {
+        seg.lock();
+        try {
           n += seg.retired ? 0 : seg.size();
+        } finally {
+          seg.unlock();
         }
       }
     }
@@ -652,8 +679,11 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     Stripes stripes = scopes.get(scope);
     if (stripes != null) {
       for (Segment seg : stripes.all()) {
-        synchronized (seg) {
+        seg.lock();
+        try {
           seg.verify();
+        } finally {
+          seg.unlock();
         }
       }
     }
@@ -665,8 +695,11 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     int max = 0;
     if (stripes != null) {
       for (Segment seg : stripes.all()) {
-        synchronized (seg) {
+        seg.lock();
+        try {
           max = Math.max(max, seg.capacity());
+        } finally {
+          seg.unlock();
         }
       }
     }
@@ -679,9 +712,12 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     int[] sum = {0, 0};
     if (stripes != null) {
       for (Segment seg : stripes.all()) {
-        synchronized (seg) {
+        seg.lock();
+        try {
           sum[0] += seg.capacity();
           sum[1] += seg.bucketCount();
+        } finally {
+          seg.unlock();
         }
       }
     }
@@ -694,7 +730,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
   /**
    * {@inheritDoc}
    *
-   * <p>The message is appended under the same monitor as the commit, and only when the commit
+   * <p>The message is appended under the same stripe lock as the commit, and only when the commit
    * changes the key from in flight to committed: a repeated commit with the token that committed
    * answers {@link SettleResult#APPLIED} and appends nothing.
    *
@@ -871,7 +907,8 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     Scope scope = c.scope();
     Segment seg = segment(scope, h);
     while (true) {
-      synchronized (seg) {
+      seg.lock();
+      try {
         if (!seg.retired) {
           SettleResult s = commitIn(seg, h, w0, w1, w2, w3, c, result);
           if (s == SettleResult.APPLIED) {
@@ -882,6 +919,8 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
           }
           return applied(s);
         }
+      } finally {
+        seg.unlock();
       }
       seg = segmentAgain(scope, h);
     }
@@ -899,10 +938,10 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    * Returns the stripe of a key in a scope, from a one-entry cache when the caller passes the
    * cached {@link Scope} instance (a {@link dev.idem.Deduplicator} always passes the same one). The
    * cache is a plain field: a racy read is harmless, because the stripes' scope is final and
-   * everything else is read under a stripe's monitor, and a retired stripe sends the caller to
-   * {@link #segmentAgain}. It keeps the first scope used until that scope is cleared, so that
-   * threads working on different scopes never write it in turn (which would bounce its cache line
-   * between cores).
+   * everything else is read under a stripe's lock, and a retired stripe sends the caller to {@link
+   * #segmentAgain}. It keeps the first scope used until that scope is cleared, so that threads
+   * working on different scopes never write it in turn (which would bounce its cache line between
+   * cores).
    */
   private Segment segment(Scope scope, long h) {
     checkOpen();
@@ -946,9 +985,12 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     stripes.retired = true;
     long n = 0;
     for (Segment seg : stripes.all()) {
-      synchronized (seg) {
+      seg.lock();
+      try {
         seg.retired = true;
         n += seg.clear();
+      } finally {
+        seg.unlock();
       }
     }
     return n;
@@ -974,7 +1016,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     }
   }
 
-  /** Fires events recorded under a scope's monitor; called after the monitor is released. */
+  /** Fires events recorded under a stripe's lock; called after the lock is released. */
   private void fire(List<Segment.StoreEvent> events) {
     for (Segment.StoreEvent e : events) {
       try {
@@ -1062,7 +1104,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
       return this;
     }
 
-    /** Sets how many slots a sweep visits per hold of a scope's monitor (tests use small ones). */
+    /** Sets how many slots a sweep visits per hold of a stripe's lock (tests use small ones). */
     Builder sweepChunk(int slots) {
       if (slots < 1) {
         throw new IllegalArgumentException("sweep chunk must be positive, got " + slots);

@@ -17,7 +17,7 @@ import org.jspecify.annotations.Nullable;
 /**
  * One outbox queue of the memory store: entries in append order (ids grow with it), and the dead
  * letters given up on. Every method is synchronized on the queue; {@link MemoryDedupStore} appends
- * while holding the commit's segment monitor (segment, then queue: never the other way round).
+ * while holding the commit's segment lock (segment, then queue: never the other way round).
  */
 final class OutboxQueue {
   private final String name;

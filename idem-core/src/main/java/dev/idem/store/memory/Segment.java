@@ -9,25 +9,39 @@ import dev.idem.spi.KeyState;
 import dev.idem.spi.ReserveResult;
 import dev.idem.spi.SettleResult;
 import dev.idem.spi.Ttl;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
 
 /**
  * One scope's keys: a chained hash table over dense, paged primitive slots, with two intrusive
  * recency lists (committed entries, in-flight entries). Not thread-safe: every method runs under
- * the segment's monitor, which {@link MemoryDedupStore} holds.
+ * the segment's lock ({@link #lock()}), which {@link MemoryDedupStore} holds.
+ *
+ * <p>The lock. A word of the segment itself, taken with one compare-and-set and released with a
+ * plain release store: one locked instruction per hold. A {@code synchronized} block costs two
+ * while the monitor is thin (a CAS to lock and one to unlock), and once two threads meet on it the
+ * JVM inflates the monitor into a separate native object, one more cache line that every hold moves
+ * between the cores, and deflates and re-inflates it as it goes idle and busy again. Nothing blocks
+ * while holding the lock (no I/O; listeners run after it is released), so a waiter spins briefly,
+ * then yields its CPU (on a machine with more runnable threads than cores the holder may be the
+ * thread it yields to), then sleeps in short timed parks; it never needs to be woken, so the
+ * release needs no check for waiters. Not fair and not reentrant.
  *
  * <p>Slot layout. Slot {@code s} lives in page {@code s >>> PAGE_SHIFT} at index {@code s &
  * PAGE_MASK}; each page is one {@code long[]} (7 longs per slot: the four digest words, deadline,
  * token, since) and one {@code int[]} (3 ints per slot: hash-chain next with the committed flag in
  * bit 31, recency prev, recency next), i.e. 68 bytes per slot. Fingerprints and results live in a
- * side {@code Object[]} page allocated only for pages that have any. Slots 0 and 1 are the
- * sentinels of the committed and in-flight recency lists; entries occupy slots {@code 2 .. count+1}
- * with no holes: removing an entry moves the last slot into the hole, so memory follows the live
- * count and trailing pages are freed as a scope shrinks. The bucket table holds slot numbers (0 =
- * empty) and is resized at load factor 1 (grow) and 1/4 (shrink).
+ * side {@code Object[]} page allocated only for pages that have any. Slot numbers 0 and 1 are the
+ * sentinels of the committed and in-flight recency lists (their links are fields of the segment,
+ * next to its lock word, not page entries); entries occupy slots {@code 2 .. count+1} with no
+ * holes: removing an entry moves the last slot into the hole, so memory follows the live count and
+ * trailing pages are freed as a scope shrinks. The bucket table holds slot numbers (0 = empty) and
+ * is resized at load factor 1 (grow) and 1/4 (shrink).
  *
  * <p>The eviction order and its reporting are described on {@link MemoryDedupStore}.
  */
@@ -97,8 +111,28 @@ final class Segment {
   /** No in-flight entry's deadline is below this (a lower bound, exact right after a sweep). */
   private long inFlightFloor = Long.MAX_VALUE;
 
-  /** Set (under the monitor) when the segment left the store; callers then look it up again. */
+  /** Set (under the lock) when the segment left the store; callers then look it up again. */
   boolean retired;
+
+  private static final VarHandle LOCK;
+
+  static {
+    try {
+      LOCK = MethodHandles.lookup().findVarHandle(Segment.class, "lock", int.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  /** 1 while a thread holds the segment, else 0; read and written only through {@link #LOCK}. */
+  @SuppressWarnings("unused")
+  private int lock;
+
+  // The ends of the two recency lists (see next(int)), declared next to the lock word.
+  private int committedFirst;
+  private int committedLast;
+  private int inFlightFirst;
+  private int inFlightLast;
 
   private @Nullable List<StoreEvent> events;
 
@@ -130,14 +164,53 @@ final class Segment {
     this.scopeMaxKeys = scopeMaxKeys;
     this.stripes = stripes;
     this.reporting = reporting;
-    // Under the monitor: a thread that finds this segment through a racy read and then takes the
-    // monitor is guaranteed to see the initial arrays.
-    synchronized (this) {
+    // Under the lock: a thread that finds this segment through a racy read and then takes the
+    // lock is guaranteed to see the initial arrays.
+    lock();
+    try {
       reset();
+    } finally {
+      unlock();
     }
   }
 
-  /** A store-originated event, fired after the monitor is released. */
+  /** Takes the segment's lock (see the class comment); pair with {@link #unlock()} in a finally. */
+  void lock() {
+    if (!LOCK.compareAndSet(this, 0, 1)) {
+      lockContended();
+    }
+  }
+
+  /** Releases the lock: a release store, so everything written under it is seen by the next. */
+  void unlock() {
+    LOCK.setRelease(this, 0);
+  }
+
+  private void lockContended() {
+    for (int attempt = 1; ; attempt++) {
+      if ((int) LOCK.getOpaque(this) == 0 && LOCK.compareAndSet(this, 0, 1)) {
+        return;
+      }
+      if (attempt < SPINS) {
+        Thread.onSpinWait();
+      } else if (attempt < SPINS + YIELDS) {
+        Thread.yield();
+      } else {
+        LockSupport.parkNanos(PARK_NANOS);
+      }
+    }
+  }
+
+  /** Busy-wait attempts before a waiter yields: a hold lasts well under a microsecond. */
+  private static final int SPINS = 100;
+
+  /** Yields before a waiter parks: the holder may be waiting for a CPU. */
+  private static final int YIELDS = 20;
+
+  /** One timed park of a waiter that still finds the lock taken (the holder was descheduled). */
+  private static final long PARK_NANOS = 20_000;
+
+  /** A store-originated event, fired after the lock is released. */
   record StoreEvent(Scope scope, DedupKey key, boolean evicted, boolean flag) {}
 
   // ---------------------------------------------------------------------------------------------
@@ -419,14 +492,14 @@ final class Segment {
       int prev = list;
       for (int s = next(list); s != list; s = next(s)) {
         check(s >= FIRST && s < used, "list reaches slot " + s);
-        check(intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + PREV] == prev, "bad prev link");
+        check(prev(s) == prev, "bad prev link");
         check(isCommitted(s) == (list == COMMITTED), "slot " + s + " in the wrong list");
         long d = deadline(s);
         check(d >= (list == COMMITTED ? committedFloor : inFlightFloor), "floor above a deadline");
         check(++listed <= count, "a list loops");
         prev = s;
       }
-      check(intPages[0][list * INTS + PREV] == prev, "list tail out of date");
+      check(prev(list) == prev, "list tail out of date");
     }
     check(listed == count, "lists hold " + listed + " slots, count is " + count);
     for (int s = FIRST; s < used; s++) {
@@ -689,19 +762,53 @@ final class Segment {
   // ---------------------------------------------------------------------------------------------
   // Recency lists
 
+  // A list's ends are the links of its sentinel (slot COMMITTED or IN_FLIGHT), kept in fields
+  // next to the lock word rather than in the first int page: every operation writes them, so in
+  // the page they would be one more cache line moving between the cores of threads that share the
+  // stripe (and one shared with the links of slots 2 to 4).
+
   private int next(int s) {
+    if (s < FIRST) {
+      return s == COMMITTED ? committedFirst : inFlightFirst;
+    }
     return intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + NEXT];
   }
 
+  private int prev(int s) {
+    if (s < FIRST) {
+      return s == COMMITTED ? committedLast : inFlightLast;
+    }
+    return intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + PREV];
+  }
+
+  private void setNext(int s, int next) {
+    if (s >= FIRST) {
+      intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + NEXT] = next;
+    } else if (s == COMMITTED) {
+      committedFirst = next;
+    } else {
+      inFlightFirst = next;
+    }
+  }
+
+  private void setPrev(int s, int prev) {
+    if (s >= FIRST) {
+      intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + PREV] = prev;
+    } else if (s == COMMITTED) {
+      committedLast = prev;
+    } else {
+      inFlightLast = prev;
+    }
+  }
+
   private void linkTail(int s, int list) {
-    int[] lp = intPages[0];
-    int tail = lp[list * INTS + PREV];
+    int tail = prev(list);
     int[] sp = intPages[s >>> PAGE_SHIFT];
     int si = (s & PAGE_MASK) * INTS;
     sp[si + PREV] = tail;
     sp[si + NEXT] = list;
-    intPages[tail >>> PAGE_SHIFT][(tail & PAGE_MASK) * INTS + NEXT] = s;
-    lp[list * INTS + PREV] = s;
+    setNext(tail, s);
+    setPrev(list, s);
   }
 
   private void unlinkRecency(int s) {
@@ -709,13 +816,12 @@ final class Segment {
     int si = (s & PAGE_MASK) * INTS;
     int prev = sp[si + PREV];
     int next = sp[si + NEXT];
-    intPages[prev >>> PAGE_SHIFT][(prev & PAGE_MASK) * INTS + NEXT] = next;
-    intPages[next >>> PAGE_SHIFT][(next & PAGE_MASK) * INTS + PREV] = prev;
+    setNext(prev, next);
+    setPrev(next, prev);
   }
 
   private void moveToTail(int s, int list) {
-    int[] lp = intPages[0];
-    if (lp[list * INTS + PREV] != s) {
+    if (prev(list) != s) {
       unlinkRecency(s);
       linkTail(s, list);
     }
@@ -819,10 +925,8 @@ final class Segment {
       repointChain(last, s, hashOf(s));
       int[] sp = intPages[s >>> PAGE_SHIFT];
       int si = (s & PAGE_MASK) * INTS;
-      int prev = sp[si + PREV];
-      int next = sp[si + NEXT];
-      intPages[prev >>> PAGE_SHIFT][(prev & PAGE_MASK) * INTS + NEXT] = s;
-      intPages[next >>> PAGE_SHIFT][(next & PAGE_MASK) * INTS + PREV] = s;
+      setNext(sp[si + PREV], s);
+      setPrev(sp[si + NEXT], s);
     }
     setExtra(last, null);
     count--;
@@ -905,11 +1009,10 @@ final class Segment {
     intPages[0] = new int[INITIAL_SLOTS * INTS];
     pages = 1;
     capacity = INITIAL_SLOTS;
-    int[] lp = intPages[0];
-    lp[COMMITTED * INTS + PREV] = COMMITTED;
-    lp[COMMITTED * INTS + NEXT] = COMMITTED;
-    lp[IN_FLIGHT * INTS + PREV] = IN_FLIGHT;
-    lp[IN_FLIGHT * INTS + NEXT] = IN_FLIGHT;
+    committedFirst = COMMITTED;
+    committedLast = COMMITTED;
+    inFlightFirst = IN_FLIGHT;
+    inFlightLast = IN_FLIGHT;
     buckets = new int[MIN_BUCKETS];
     count = 0;
     committedFloor = Long.MAX_VALUE;

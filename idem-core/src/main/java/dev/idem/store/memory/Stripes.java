@@ -4,11 +4,11 @@ import dev.idem.Scope;
 
 /**
  * One scope's keys, split by key hash into independent {@link Segment}s (stripes), each with its
- * own monitor, hash table and LRU list, so that threads working on different keys of one scope
- * rarely touch the same lock or cache lines. A scope whose bound is below {@value
- * #MIN_KEYS_PER_STRIPE} times two is one stripe (its eviction order is exactly LRU over the scope);
- * larger scopes get up to {@value #MAX_STRIPES} stripes of at least {@value #MIN_KEYS_PER_STRIPE}
- * keys, whose bounds add up to the scope's exactly.
+ * own lock, hash table and LRU list, so that threads working on different keys of one scope rarely
+ * touch the same lock or cache lines. A scope whose bound is below {@value #MIN_KEYS_PER_STRIPE}
+ * times two is one stripe (its eviction order is exactly LRU over the scope); larger scopes get up
+ * to {@value #MAX_STRIPES} stripes of at least {@value #MIN_KEYS_PER_STRIPE} keys, whose bounds add
+ * up to the scope's exactly.
  */
 final class Stripes {
   /** The fewest keys a stripe holds: below this, a scope is not split. */

@@ -20,7 +20,28 @@ public final class CallerException extends IdemException {
         "the token's delegation chain (act) is deeper than this source accepts"),
     /** The keys cannot be fetched now: {@code 503 keys_unavailable}, retry later. */
     KEYS_UNAVAILABLE(
-        503, "keys_unavailable", "the keys that verify the token cannot be fetched now; retry");
+        503, "keys_unavailable", "the keys that verify the token cannot be fetched now; retry"),
+    /** No verified client certificate (mutual TLS): {@code 401 client_certificate_required}. */
+    CLIENT_CERTIFICATE_REQUIRED(
+        401,
+        "client_certificate_required",
+        "a client certificate issued by a CA this service trusts is required (mutual TLS)"),
+    /**
+     * A verified client certificate from a CA this source does not accept: {@code 403
+     * client_certificate_not_accepted}.
+     */
+    CLIENT_CERTIFICATE_NOT_ACCEPTED(
+        403,
+        "client_certificate_not_accepted",
+        "this source does not accept client certificates issued by this certificate's CA"),
+    /**
+     * No principal, or a malformed one, in the header a trusted producer sets: {@code 401
+     * missing_principal}.
+     */
+    MISSING_PRINCIPAL(
+        401,
+        "missing_principal",
+        "the principal header set by the trusted producer is missing or malformed");
 
     private final int status;
     private final String code;

@@ -31,13 +31,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import javax.crypto.spec.SecretKeySpec;
 import org.jspecify.annotations.Nullable;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Verifies {@code Authorization: Bearer <JWT>} with nimbus-jose-jwt and returns the token's
@@ -58,14 +54,10 @@ import org.slf4j.LoggerFactory;
  * </ol>
  *
  * <p>A refusal's detail goes to the log (INFO; WARN when the keys cannot be fetched), at most one
- * line per {@link #LOG_INTERVAL_SECONDS} seconds per source with the number of refusals left out.
+ * line per {@link CallerRefusals#LOG_INTERVAL_SECONDS} seconds per source with the number of
+ * refusals left out.
  */
 public final class JwtCallers implements CallerAuthenticator {
-  private static final Logger LOG = LoggerFactory.getLogger(JwtCallers.class);
-
-  /** Seconds between two logged refusals of one source. */
-  static final long LOG_INTERVAL_SECONDS = 10;
-
   private static final int JWKS_TIMEOUT_MILLIS = 2_000;
   private static final int JWKS_SIZE_LIMIT = 256 * 1024;
   private static final long JWKS_CACHE_MILLIS = 5 * 60_000;
@@ -75,15 +67,12 @@ public final class JwtCallers implements CallerAuthenticator {
   private final String source;
   private final JwtSettings settings;
   private final DefaultJWTProcessor<SecurityContext> processor;
-  private final TimeSource time;
-  private final AtomicLong nextLog = new AtomicLong();
-  private final AtomicLong suppressed = new AtomicLong();
+  private final CallerRefusals refusals;
 
   private JwtCallers(String source, JwtSettings settings, TimeSource time) {
     this.source = source;
     this.settings = settings;
-    this.time = time;
-    this.nextLog.set(time.monotonicNanos());
+    this.refusals = new CallerRefusals(source, time);
     DefaultJWTProcessor<SecurityContext> p = new DefaultJWTProcessor<>();
     p.setJWSTypeVerifier(
         new DefaultJOSEObjectTypeVerifier<>(
@@ -226,6 +215,48 @@ public final class JwtCallers implements CallerAuthenticator {
     return List.copyOf(chain);
   }
 
+  /**
+   * Reads one claim of the request's bearer token <em>without verifying it</em>: only for a request
+   * whose token this source's {@link JwtCallers} verified already (the pipeline authenticates the
+   * caller before it derives the key, so the tenant key reads the token that was verified).
+   *
+   * @param headers the request's headers
+   * @param name the claim name
+   * @return the claim's value as text (a string as is, a whole number in decimal), or null if the
+   *     token has no such claim
+   * @throws dev.idem.KeyDerivationException if there is no parsable bearer token or the claim is
+   *     neither a string nor a whole number
+   */
+  public static @Nullable String claim(Function<String, @Nullable String> headers, String name) {
+    String authorization = headers.apply("Authorization");
+    String value = authorization == null ? "" : authorization.strip();
+    if (value.length() <= BEARER.length()
+        || !value.regionMatches(true, 0, BEARER, 0, BEARER.length())) {
+      throw new dev.idem.KeyDerivationException(
+          "no bearer token to read claim \"" + name + "\" from");
+    }
+    Object claim;
+    try {
+      claim =
+          com.nimbusds.jwt.JWTParser.parse(value.substring(BEARER.length()).strip())
+              .getJWTClaimsSet()
+              .getClaim(name);
+    } catch (ParseException e) {
+      throw new dev.idem.KeyDerivationException("the bearer token does not parse");
+    }
+    if (claim == null) {
+      return null;
+    }
+    if (claim instanceof String s) {
+      return s;
+    }
+    if (claim instanceof Long || claim instanceof Integer) {
+      return claim.toString();
+    }
+    throw new dev.idem.KeyDerivationException(
+        "the token's claim \"" + name + "\" is not a string or a whole number");
+  }
+
   private static String subject(@Nullable Object sub, String claim) {
     if (!(sub instanceof String s) || s.isBlank()) {
       throw new CallerException(Reason.INVALID_TOKEN, claim + " is missing or not a text");
@@ -234,19 +265,6 @@ public final class JwtCallers implements CallerAuthenticator {
   }
 
   private void logRefusal(CallerException e) {
-    long now = time.monotonicNanos();
-    long next = nextLog.get();
-    if (now - next < 0
-        || !nextLog.compareAndSet(next, now + TimeUnit.SECONDS.toNanos(LOG_INTERVAL_SECONDS))) {
-      suppressed.incrementAndGet();
-      return;
-    }
-    long left = suppressed.getAndSet(0);
-    String line = "caller refused source={} answer={} detail={} (refusals not logged since: {})";
-    if (e.reason() == Reason.KEYS_UNAVAILABLE) {
-      LOG.warn(line, source, e.reason().code(), e.detail(), left);
-    } else {
-      LOG.info(line, source, e.reason().code(), e.detail(), left);
-    }
+    refusals.log(e);
   }
 }

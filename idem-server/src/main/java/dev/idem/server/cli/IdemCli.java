@@ -26,6 +26,7 @@ import dev.idem.server.http.AdminApi;
 import dev.idem.server.pipeline.EventKeys;
 import dev.idem.server.pipeline.InboundRequest;
 import dev.idem.server.pipeline.Pipeline;
+import dev.idem.server.tenant.TenantKeys;
 import dev.idem.spi.DedupStore;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -299,8 +300,17 @@ public final class IdemCli implements Callable<Integer> {
         paramLabel = "ISSUER SUBJECT",
         description =
             "a link of the caller's principal chain (repeatable: the token's iss and sub, then"
-                + " each act's, outermost first), for a pipeline with auth.jwt")
+                + " each act's, outermost first), for a pipeline with auth.jwt (or auth.mtls:"
+                + " the certificate's issuer and subject DN; auth.principal_header: its links)")
     List<String> callers = new ArrayList<>();
+
+    @Option(
+        names = "--tenant",
+        paramLabel = "TENANT",
+        description =
+            "the event's tenant, for a pipeline with tenant (default: read from the event as the"
+                + " service does; needed for claim(...) tenants)")
+    String tenant;
 
     @Spec CommandLine.Model.CommandSpec spec;
 
@@ -314,14 +324,15 @@ public final class IdemCli implements Callable<Integer> {
       }
       boolean chainKeyed =
           p.webhook() != null
-              && p.webhook().jwt() != null
+              && p.webhook().callers()
               && (p.dedup() == null || p.dedup().key() == null);
       if (chainKeyed && chain.isEmpty()) {
         throw new IdemConfigException(
             "pipeline "
                 + p.id()
                 + " keys events by the caller's principal chain (auth.jwt); give it with --caller"
-                + " ISSUER SUBJECT, the caller first, then each act");
+                + " ISSUER SUBJECT, the caller first, then each act (auth.mtls: the certificate's"
+                + " issuer DN and subject DN in RFC 2253 form)");
       }
       byte[] body = event.equals("-") ? System.in.readAllBytes() : readFile(Path.of(event));
       Map<String, String> h = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
@@ -333,11 +344,16 @@ public final class IdemCli implements Callable<Integer> {
         }
         h.put(header.substring(0, colon).trim(), header.substring(colon + 1).trim());
       }
-      EventKeys keys = ServiceAssembly.keys(p, new DefaultEdge(), TimeSource.system());
+      EventKeys keys = tenantKeys(p, tenant);
       PrintWriter out = spec.commandLine().getOut();
       DedupKey key;
+      InboundRequest request = new InboundRequest(body, h::get, chain);
+      String eventTenant = tenant;
       try {
-        key = keys.derive(new InboundRequest(body, h::get, chain));
+        if (eventTenant == null && keys instanceof TenantKeys t) {
+          eventTenant = t.tenantOf(request);
+        }
+        key = keys.derive(request);
       } catch (KeyDerivationException e) {
         PrintWriter err = spec.commandLine().getErr();
         err.println("idem: no key: " + e.getMessage());
@@ -353,11 +369,32 @@ public final class IdemCli implements Callable<Integer> {
                     " -> ",
                     chain.stream().map(l -> "(" + l.issuer() + ", " + l.subject() + ")").toList()));
       }
+      if (eventTenant != null) {
+        out.println("tenant:          " + eventTenant);
+        out.println("scope:           " + TenantKeys.scopeOf(p.id(), eventTenant));
+      }
       out.println("key:             " + key.toHex());
       out.println("idempotency-key: " + Pipeline.idempotencyKey(p.id(), key));
       out.flush();
       return 0;
     }
+  }
+
+  /**
+   * A pipeline's key rule; with a tenant given, that tenant's keys.
+   *
+   * @throws IdemConfigException if a tenant is given for a pipeline without tenants
+   */
+  static EventKeys tenantKeys(PipelineSettings p, @Nullable String tenant) {
+    EventKeys keys = ServiceAssembly.keys(p, new DefaultEdge(), TimeSource.system());
+    if (tenant == null) {
+      return keys;
+    }
+    if (!(keys instanceof TenantKeys t)) {
+      throw new IdemConfigException(
+          "pipeline " + p.id() + " has no tenant setting; remove --tenant");
+    }
+    return t.forTenant(tenant);
   }
 
   private static byte[] readFile(Path file) throws IOException {
@@ -385,6 +422,12 @@ public final class IdemCli implements Callable<Integer> {
         description = "KEY is the key's 64 hex digits (as `idem key` prints), not its raw value")
     boolean digest;
 
+    @Option(
+        names = "--tenant",
+        paramLabel = "TENANT",
+        description = "the key's tenant, for a pipeline with tenant (not needed with --digest)")
+    String tenant;
+
     @Parameters(
         paramLabel = "KEY",
         description =
@@ -402,9 +445,9 @@ public final class IdemCli implements Callable<Integer> {
         throw new IdemConfigException(
             "pipeline " + p.id() + " has no dedup step, so it keeps no keys");
       }
-      EventKeys keys = ServiceAssembly.keys(p, new DefaultEdge(), TimeSource.system());
       DedupKey k;
       try {
+        EventKeys keys = tenantKeys(p, tenant);
         k = AdminApi.keyOf(keys, key, digest);
       } catch (KeyDerivationException e) {
         PrintWriter err = spec.commandLine().getErr();
@@ -415,7 +458,9 @@ public final class IdemCli implements Callable<Integer> {
       StoreSettings storeSettings = c.storeOf(p);
       try (DedupStore store = ServiceAssembly.openStore(storeSettings)) {
         Deduplicator d =
-            Deduplicator.builder(store, Scope.of(p.id())).config(p.dedup().config()).build();
+            Deduplicator.builder(ServiceAssembly.dedupStore(p, store), Scope.of(p.id()))
+                .config(p.dedup().config())
+                .build();
         PrintWriter out = spec.commandLine().getOut();
         out.println(JSON.valueToTree(act(d, k)).toPrettyString());
         out.flush();

@@ -5,7 +5,9 @@ import dev.idem.DedupConfig;
 import dev.idem.Expiry;
 import dev.idem.IdemConfigException;
 import dev.idem.key.KeyRule;
+import dev.idem.server.auth.HeaderCallers;
 import dev.idem.server.auth.JwtSettings;
+import dev.idem.server.auth.MtlsSettings;
 import dev.idem.server.config.IdemProperties.DedupProperties;
 import dev.idem.server.config.IdemProperties.DeliverProperties;
 import dev.idem.server.config.IdemProperties.JwtProperties;
@@ -15,10 +17,12 @@ import dev.idem.server.config.IdemProperties.ServerProperties;
 import dev.idem.server.config.IdemProperties.SignatureProperties;
 import dev.idem.server.config.IdemProperties.SourceProperties;
 import dev.idem.server.config.IdemProperties.StoreProperties;
+import dev.idem.server.config.IdemProperties.TlsProperties;
 import dev.idem.server.config.IdemProperties.WebhookProperties;
 import dev.idem.server.deliver.RetryPolicy;
 import dev.idem.server.signature.SignatureScheme;
 import dev.idem.server.signature.SignatureSettings;
+import dev.idem.server.tls.ServerTls;
 import dev.idem.server.transform.Transforms;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -51,7 +55,14 @@ import org.jspecify.annotations.Nullable;
  *       commit) and a store with an outbox (rocksdb, memory or jdbc; not redis);
  *   <li>{@code dedup.mode: replay} needs {@code deliver.mode: sync} (the answer stored for
  *       duplicates is the downstream's response);
- *   <li>{@code deliver} names exactly one sink; {@code retries} is given at most once.
+ *   <li>{@code deliver} names exactly one sink; {@code retries} is given at most once;
+ *   <li>{@code window: forever} (or {@code none}) on the memory store needs {@code max_keys};
+ *   <li>{@code tenant} needs {@code dedup}; {@code claim(...)} needs {@code auth.jwt}; with {@code
+ *       tenant} the memory store takes no {@code dedup.max_keys} (each tenant is bounded by {@code
+ *       store.max_keys});
+ *   <li>a source has at most one of {@code auth.jwt}, {@code auth.mtls}, {@code
+ *       auth.principal_header}; {@code auth.mtls} needs {@code server.tls} and a CA ({@code
+ *       server.tls.client_ca} or its own {@code ca}).
  * </ul>
  */
 final class ConfigConverter {
@@ -112,6 +123,26 @@ final class ConfigConverter {
               "'" + hook.path() + "' is already the path of " + otherPath + "; paths are unique");
         }
         pipelines.add(ps);
+      }
+    }
+    if (server != null) {
+      for (int i = 0; i < pipelines.size(); i++) {
+        MtlsSettings m = pipelines.get(i).webhook().mtls();
+        if (m == null) {
+          continue;
+        }
+        String at = "pipelines[" + i + "].source.webhook.auth.mtls";
+        if (server.tls() == null) {
+          problem(
+              at,
+              "needs TLS on the listener; set server.tls (certificate and private_key, or"
+                  + " keystore)");
+        } else if (server.tls().clientCa() == null && m.ca() == null) {
+          problem(
+              at,
+              "needs the CA of its callers' certificates; set server.tls.client_ca or"
+                  + " auth.mtls.ca");
+        }
       }
     }
     if (!problems.isEmpty() || server == null || store == null) {
@@ -209,11 +240,43 @@ final class ConfigConverter {
     orNull(
         () -> ServerSettings.defaults().withPort(port).withManagementPort(s.managementPort),
         at + ".management_port");
-    if (shutdown == null || limits == null) {
+    TlsSettings tls = s.tls == null ? null : tls(s.tls, at + ".tls");
+    if (shutdown == null || limits == null || (s.tls != null && tls == null)) {
       return null; // its problem is recorded
     }
     return new ServerSettings(
-        host, port, token, threads, shutdown, s.logLevel, limits, s.managementPort);
+        host, port, token, threads, shutdown, s.logLevel, limits, s.managementPort, tls);
+  }
+
+  private @Nullable TlsSettings tls(TlsProperties t, String at) {
+    int before = problems.size();
+    Path certificate = t.certificate == null ? null : toPath(t.certificate, at + ".certificate");
+    Path key = t.privateKey == null ? null : toPath(t.privateKey, at + ".private_key");
+    Path keystore = t.keystore == null ? null : toPath(t.keystore, at + ".keystore");
+    Path clientCa = t.clientCa == null ? null : toPath(t.clientCa, at + ".client_ca");
+    Duration reload =
+        duration(t.reloadInterval, at + ".reload_interval", TlsSettings.DEFAULT_RELOAD_INTERVAL);
+    if (problems.size() > before || reload == null) {
+      return null;
+    }
+    String field =
+        t.reloadInterval != null
+            ? at + ".reload_interval"
+            : t.keystore != null
+                ? at + ".keystore"
+                : t.certificate != null ? at + ".certificate" : at;
+    TlsSettings tls =
+        orNull(
+            () -> new TlsSettings(certificate, key, keystore, t.keystorePassword, clientCa, reload),
+            field);
+    if (tls == null) {
+      return null;
+    }
+    // Read the files now, so that a bad file is a located problem rather than a failed start.
+    if (orNull(() -> ServerTls.check(tls), at) == null) {
+      return null;
+    }
+    return tls;
   }
 
   private @Nullable HttpLimits httpLimits(ServerProperties s, String at) {
@@ -318,6 +381,19 @@ final class ConfigConverter {
             "rocksdb, memory and jdbc (stores with an outbox)",
             type);
     ok &= onlyFor(s.instanceId != null, type == StoreType.JDBC, at + ".instance_id", "jdbc", type);
+    ok &= onlyFor(s.layout != null, type == StoreType.REDIS, at + ".layout", "redis", type);
+    ok &=
+        onlyFor(
+            s.compactShards != null,
+            type == StoreType.REDIS,
+            at + ".compact_shards",
+            "redis",
+            type);
+    RedisLayout layout =
+        type == StoreType.REDIS
+            ? enumValue(s.layout, RedisLayout.values(), at + ".layout", RedisLayout.STANDARD)
+            : null;
+    ok &= type != StoreType.REDIS || layout != null;
     StoreFaults faults = faults(s, at);
     if (!ok || faults == null) {
       return null;
@@ -368,12 +444,16 @@ final class ConfigConverter {
                 s.password,
                 maxKeys,
                 faults,
-                s.instanceId),
+                s.instanceId,
+                layout,
+                s.compactShards),
         s.maxKeys != null && s.maxKeys < 1
             ? at + ".max_keys"
             : s.instanceId != null
                 ? at + ".instance_id"
-                : s.prefix != null ? at + ".prefix" : field);
+                : s.compactShards != null
+                    ? at + ".compact_shards"
+                    : s.prefix != null ? at + ".prefix" : field);
   }
 
   private @Nullable StoreFaults faults(StoreProperties s, String at) {
@@ -458,8 +538,43 @@ final class ConfigConverter {
     if (problems.size() > before || source == null || deliver == null || p.id == null) {
       return null;
     }
+    TenantSpec tenant =
+        p.tenant == null ? null : orNull(() -> TenantSpec.parse(p.tenant), at + ".tenant");
+    if (p.tenant != null && tenant == null) {
+      return null;
+    }
     // Rules between fields.
     StoreSettings effective = dedup != null && dedup.store() != null ? dedup.store() : serviceStore;
+    if (tenant != null && dedup == null) {
+      problem(at + ".tenant", "scopes the dedup keys; add dedup, or remove tenant");
+    }
+    WebhookSettings hook = source instanceof WebhookSettings w ? w : null;
+    if (tenant != null
+        && tenant.source() == TenantSpec.Source.CLAIM
+        && (hook == null || hook.jwt() == null)) {
+      problem(
+          at + ".tenant",
+          "claim(\""
+              + tenant.name()
+              + "\") reads the caller's JWT; set source.webhook.auth.jwt,"
+              + " or read the tenant from a header or field");
+    }
+    boolean memory = effective != null && effective.type() == StoreType.MEMORY;
+    if (tenant != null && dedup != null && dedup.maxKeys() != null && memory) {
+      problem(
+          at + ".dedup.max_keys",
+          "with tenant, the memory store bounds each tenant's keys by store.max_keys; set that"
+              + " instead");
+    } else if (dedup != null && dedup.config().ttl() == null && memory && dedup.maxKeys() == null) {
+      problem(
+          at + ".dedup.window",
+          tenant != null
+              ? "forever is for durable stores (rocksdb, jdbc, redis); the memory store loses its"
+                  + " keys on restart; give a window"
+              : "forever on the memory store needs dedup.max_keys to bound it (the keys are lost"
+                  + " on restart anyway); use a durable store (rocksdb, jdbc, redis) for ids"
+                  + " that must be kept, or give a window");
+    }
     if (dedup != null
         && dedup.maxKeys() != null
         && effective != null
@@ -505,7 +620,8 @@ final class ConfigConverter {
     SourceSettings w = source;
     DeliverSettings d = deliver;
     String finalJq = jq;
-    return orNull(() -> new PipelineSettings(p.id, w, dedup, ordering, finalJq, d), at + ".id");
+    TenantSpec t = tenant;
+    return orNull(() -> new PipelineSettings(p.id, w, dedup, ordering, finalJq, d, t), at + ".id");
   }
 
   /** The one source of a pipeline ({@code source.webhook}, {@code source.kafka}, ...). */
@@ -518,6 +634,9 @@ final class ConfigConverter {
     if (s.webhook != null) {
       given.add("webhook");
     }
+    if (s.nats != null) {
+      given.add("nats");
+    }
     if (given.size() > 1) {
       problem(
           at + ".source",
@@ -527,8 +646,160 @@ final class ConfigConverter {
     if (s.webhook != null) {
       return webhook(s.webhook, at + ".source.webhook");
     }
+    if (s.nats != null) {
+      return nats(s.nats, at + ".source.nats");
+    }
     problem(at + ".source", "needs a source: source.webhook.path (e.g. /hooks/shop/orders)");
     return null;
+  }
+
+  private @Nullable NatsSourceSettings nats(IdemProperties.NatsSourceProperties n, String at) {
+    int before = problems.size();
+    if (n.stream == null) {
+      problem(at + ".stream", "is required; name the JetStream stream to consume (e.g. ORDERS)");
+    }
+    if (n.durable == null) {
+      problem(at + ".durable", "is required; name the durable consumer (e.g. idem-orders)");
+    }
+    Duration ackWait =
+        duration(
+            n.ackWait, at + ".ack_wait", NatsSourceSettings.DEFAULT_ACK_WAIT, Duration.ofHours(12));
+    Duration backoff =
+        duration(
+            n.backoff, at + ".backoff", NatsSourceSettings.DEFAULT_BACKOFF, Duration.ofHours(1));
+    Duration maxBackoff =
+        duration(
+            n.maxBackoff,
+            at + ".max_backoff",
+            backoff != null && n.maxBackoff == null && n.backoff != null
+                ? max(backoff, NatsSourceSettings.DEFAULT_MAX_BACKOFF)
+                : NatsSourceSettings.DEFAULT_MAX_BACKOFF,
+            Duration.ofHours(1));
+    Long maxBody =
+        n.maxBody == null
+            ? Long.valueOf(NatsSourceSettings.DEFAULT_MAX_BODY)
+            : orNull(
+                () -> DataSizes.parse(n.maxBody, NatsSourceSettings.MAX_MAX_BODY),
+                at + ".max_body");
+    if (problems.size() > before
+        || ackWait == null
+        || backoff == null
+        || maxBackoff == null
+        || maxBody == null) {
+      return null;
+    }
+    String url = n.url == null ? NatsSourceSettings.DEFAULT_URL : n.url.trim();
+    int batch = n.batch == null ? NatsSourceSettings.DEFAULT_BATCH : n.batch;
+    long maxDeliver = n.maxDeliver == null ? -1 : n.maxDeliver;
+    int attempts = n.maxAttempts == null ? NatsSourceSettings.DEFAULT_MAX_ATTEMPTS : n.maxAttempts;
+    int depth = n.maxDepth == null ? NatsSourceSettings.DEFAULT_MAX_DEPTH : n.maxDepth;
+    long body = maxBody;
+    // Each field checked against the defaults of the others, so the problem names its line.
+    NatsSourceSettings d = NatsSourceSettings.of(NatsSourceSettings.DEFAULT_URL, "s", "d", null);
+    boolean ok = true;
+    ok &= natsField(() -> NatsSourceSettings.checkUrl(url), at + ".url");
+    ok &= natsField(() -> NatsSourceSettings.of(d.url(), n.stream, "d", null), at + ".stream");
+    ok &= natsField(() -> NatsSourceSettings.of(d.url(), "s", n.durable, null), at + ".durable");
+    ok &= natsField(() -> NatsSourceSettings.of(d.url(), "s", "d", n.subject), at + ".subject");
+    ok &=
+        natsField(
+            () -> withNumbers(d, batch, ackWait, -1, 1, null, d.backoff(), d.maxBackoff(), 1, 1),
+            n.batch != null ? at + ".batch" : at + ".ack_wait");
+    ok &=
+        natsField(
+            () ->
+                withNumbers(
+                    d,
+                    1,
+                    d.ackWait(),
+                    maxDeliver,
+                    attempts,
+                    null,
+                    d.backoff(),
+                    d.maxBackoff(),
+                    1,
+                    1),
+            n.maxAttempts != null ? at + ".max_attempts" : at + ".max_deliver");
+    ok &=
+        natsField(
+            () ->
+                withNumbers(
+                    d, 1, d.ackWait(), -1, 1, n.deadLetter, d.backoff(), d.maxBackoff(), 1, 1),
+            at + ".dead_letter");
+    ok &=
+        natsField(
+            () -> withNumbers(d, 1, d.ackWait(), -1, 1, null, backoff, maxBackoff, 1, 1),
+            n.maxBackoff != null ? at + ".max_backoff" : at + ".backoff");
+    ok &=
+        natsField(
+            () ->
+                withNumbers(
+                    d, 1, d.ackWait(), -1, 1, null, d.backoff(), d.maxBackoff(), body, depth),
+            n.maxDepth != null ? at + ".max_depth" : at + ".max_body");
+    if (!ok) {
+      return null;
+    }
+    return orNull(
+        () ->
+            new NatsSourceSettings(
+                url,
+                n.stream,
+                n.durable,
+                n.subject,
+                batch,
+                ackWait,
+                maxDeliver,
+                attempts,
+                n.deadLetter,
+                backoff,
+                maxBackoff,
+                body,
+                depth),
+        at);
+  }
+
+  private static NatsSourceSettings withNumbers(
+      NatsSourceSettings d,
+      int batch,
+      Duration ackWait,
+      long maxDeliver,
+      int attempts,
+      @Nullable String deadLetter,
+      Duration backoff,
+      Duration maxBackoff,
+      long maxBody,
+      int maxDepth) {
+    return new NatsSourceSettings(
+        d.url(),
+        d.stream(),
+        d.durable(),
+        null,
+        batch,
+        ackWait,
+        maxDeliver,
+        attempts,
+        deadLetter,
+        backoff,
+        maxBackoff,
+        maxBody,
+        maxDepth);
+  }
+
+  /** Runs a check; its problem is reported at {@code path}, without repeating the field name. */
+  private boolean natsField(Runnable check, String path) {
+    try {
+      check.run();
+      return true;
+    } catch (IdemConfigException e) {
+      String field = path.substring(path.lastIndexOf('.') + 1);
+      String m = String.valueOf(e.getMessage());
+      problem(path, m.startsWith(field + ": ") ? m.substring(field.length() + 2) : m);
+      return false;
+    }
+  }
+
+  private static Duration max(Duration a, Duration b) {
+    return a.compareTo(b) >= 0 ? a : b;
   }
 
   private @Nullable WebhookSettings webhook(WebhookProperties w, String at) {
@@ -546,6 +817,32 @@ final class ConfigConverter {
         w.signature == null ? null : signature(w.signature, at + ".signature");
     JwtSettings jwt =
         w.auth == null || w.auth.jwt == null ? null : jwt(w.auth.jwt, at + ".auth.jwt");
+    MtlsSettings mtls = null;
+    if (w.auth != null && w.auth.mtls != null) {
+      String ca = w.auth.mtls.ca;
+      Path caPath = ca == null ? null : toPath(ca, at + ".auth.mtls.ca");
+      if (ca == null || caPath != null) {
+        mtls = orNull(() -> new MtlsSettings(caPath), at + ".auth.mtls.ca");
+      }
+    }
+    String principalHeader = w.auth == null ? null : w.auth.principalHeader;
+    if (principalHeader != null) {
+      orNull(
+          () -> {
+            HeaderCallers.checkName(principalHeader);
+            return principalHeader;
+          },
+          at + ".auth.principal_header");
+    }
+    if (w.auth != null
+        && (w.auth.jwt != null ? 1 : 0)
+                + (w.auth.mtls != null ? 1 : 0)
+                + (w.auth.principalHeader != null ? 1 : 0)
+            > 1) {
+      problem(
+          at + ".auth",
+          "give one of jwt, mtls and principal_header; a source has one kind of caller");
+    }
     if (problems.size() > before || maxBody == null || w.path == null) {
       return null;
     }
@@ -563,7 +860,10 @@ final class ConfigConverter {
       return null;
     }
     long mb = maxBody;
-    return orNull(() -> new WebhookSettings(w.path, mb, maxDepth, signature, jwt), at + ".path");
+    MtlsSettings m = mtls;
+    return orNull(
+        () -> new WebhookSettings(w.path, mb, maxDepth, signature, jwt, m, principalHeader),
+        at + ".path");
   }
 
   private @Nullable JwtSettings jwt(JwtProperties j, String at) {
@@ -729,14 +1029,16 @@ final class ConfigConverter {
       problem(at + ".key", "is empty; write a field path, or remove key for the default key");
     }
     DedupConfig.Builder b = DedupConfig.custom();
-    if (d.window != null && d.window.trim().equalsIgnoreCase("none")) {
+    if (d.window != null
+        && (d.window.trim().equalsIgnoreCase("none")
+            || d.window.trim().equalsIgnoreCase("forever"))) {
       b.noTtl();
     } else {
       Duration window =
           duration(d.window, at + ".window", DedupConfig.DEFAULT_TTL, DedupSettings.MAX_WINDOW);
       if (window != null) {
         if (window.toMillis() < 1) {
-          problem(at + ".window", "must be at least 1ms, or none for no window");
+          problem(at + ".window", "must be at least 1ms, or forever for no window");
         } else {
           b.ttl(window);
         }
@@ -842,7 +1144,7 @@ final class ConfigConverter {
     int before = problems.size();
     DeliveryMode mode = enumValue(d.mode, DeliveryMode.values(), at + ".mode", DeliveryMode.SYNC);
     List<String> sinks = new ArrayList<>();
-    for (String s : new String[] {"http", "file", "stdout", "jdbc"}) {
+    for (String s : new String[] {"http", "file", "stdout", "jdbc", "nats"}) {
       if (doc.has(at + "." + s)) {
         sinks.add(s);
       }
@@ -856,7 +1158,7 @@ final class ConfigConverter {
               : Integer.compare(la.column(), lb.column());
         });
     if (sinks.isEmpty()) {
-      problem(at, "needs one sink: http, file, stdout or jdbc (e.g. stdout: {})");
+      problem(at, "needs one sink: http, file, stdout, jdbc or nats (e.g. stdout: {})");
       return null;
     }
     if (sinks.size() > 1) {
@@ -874,6 +1176,8 @@ final class ConfigConverter {
                   ? missing(at + ".file", "path")
                   : file(d.file.path, at + ".file.path");
           case "stdout" -> new SinkSettings.Stdout();
+          case "nats" ->
+              d.nats == null ? missing(at + ".nats", "subject") : nats(d.nats, at + ".nats");
           default -> d.jdbc == null ? missing(at + ".jdbc", "url") : jdbc(d.jdbc, at + ".jdbc");
         };
     Integer retries = d.retries;
@@ -970,6 +1274,33 @@ final class ConfigConverter {
   private @Nullable SinkSettings file(String path, String at) {
     Path p = toPath(path, at);
     return p == null ? null : new SinkSettings.File(p);
+  }
+
+  private @Nullable SinkSettings nats(IdemProperties.NatsSinkProperties n, String at) {
+    if (n.subject == null) {
+      return missing(at, "subject");
+    }
+    Duration timeout =
+        duration(
+            n.timeout,
+            at + ".timeout",
+            SinkSettings.Nats.DEFAULT_TIMEOUT,
+            SinkSettings.Http.MAX_TIMEOUT);
+    if (timeout == null) {
+      return null;
+    }
+    String url = n.url == null ? NatsSourceSettings.DEFAULT_URL : n.url.trim();
+    if (!natsField(() -> NatsSourceSettings.checkUrl(url), at + ".url")) {
+      return null;
+    }
+    String field =
+        n.stream != null && !n.stream.matches("[A-Za-z0-9_-]+")
+            ? at + ".stream"
+            : n.timeout != null && timeout.toMillis() < 1 ? at + ".timeout" : at + ".subject";
+    SinkSettings[] made = new SinkSettings[1];
+    boolean ok =
+        natsField(() -> made[0] = new SinkSettings.Nats(url, n.subject, n.stream, timeout), field);
+    return ok ? made[0] : null;
   }
 
   private @Nullable SinkSettings jdbc(IdemProperties.JdbcProperties j, String at) {

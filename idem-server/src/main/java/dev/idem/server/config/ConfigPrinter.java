@@ -8,6 +8,7 @@ import dev.idem.DedupConfig;
 import dev.idem.server.auth.JwtSettings;
 import dev.idem.server.deliver.RetryPolicy;
 import dev.idem.server.signature.SignatureSettings;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -54,6 +55,24 @@ public final class ConfigPrinter {
     server.put("max_header_size", DataSizes.format(s.limits().maxHeaderSize()));
     if (s.managementPort() != null) {
       server.put("management_port", s.managementPort());
+    }
+    TlsSettings tls = s.tls();
+    if (tls != null) {
+      Map<String, Object> t = new LinkedHashMap<>();
+      if (tls.certificate() != null) {
+        t.put("certificate", String.valueOf(tls.certificate()));
+        t.put("private_key", String.valueOf(tls.privateKey()));
+      } else {
+        t.put("keystore", String.valueOf(tls.keystore()));
+        if (tls.keystorePassword() != null) {
+          t.put("keystore_password", Masking.MASK);
+        }
+      }
+      if (tls.clientCa() != null) {
+        t.put("client_ca", String.valueOf(tls.clientCa()));
+      }
+      t.put("reload_interval", Durations.format(tls.reloadInterval()));
+      server.put("tls", t);
     }
     root.put("server", server);
     root.put("store", store(config.store()));
@@ -142,12 +161,22 @@ public final class ConfigPrinter {
     if (w.jwt() != null) {
       webhook.put("auth", Map.of("jwt", jwt(Objects.requireNonNull(w.jwt()))));
     }
+    if (w.mtls() != null) {
+      Path ca = Objects.requireNonNull(w.mtls()).ca();
+      webhook.put("auth", Map.of("mtls", ca == null ? Map.of() : Map.of("ca", ca.toString())));
+    }
+    if (w.principalHeader() != null) {
+      webhook.put("auth", Map.of("principal_header", Objects.requireNonNull(w.principalHeader())));
+    }
     return webhook;
   }
 
   private static Map<String, Object> pipeline(PipelineSettings p) {
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("id", p.id());
+    if (p.tenant() != null) {
+      m.put("tenant", String.valueOf(p.tenant()));
+    }
     WebhookSettings hook = p.webhook();
     m.put(
         "source", Map.of(p.source().type(), hook == null ? p.source().printable() : webhook(hook)));
@@ -158,7 +187,7 @@ public final class ConfigPrinter {
         dm.put("key", d.key().composite() ? d.key().expressions() : d.key().expressions().get(0));
       }
       DedupConfig c = d.config();
-      dm.put("window", c.ttl() == null ? "none" : Durations.format(c.ttl()));
+      dm.put("window", c.ttl() == null ? "forever" : Durations.format(c.ttl()));
       dm.put("expiry", c.expiry().name().toLowerCase(java.util.Locale.ROOT));
       if (d.maxKeys() != null) {
         dm.put("max_keys", d.maxKeys());
@@ -218,6 +247,15 @@ public final class ConfigPrinter {
         jm.put("password", Masking.MASK);
       }
       dv.put("jdbc", jm);
+    } else if (sink instanceof SinkSettings.Nats n) {
+      Map<String, Object> nm = new LinkedHashMap<>();
+      nm.put("url", Masking.url(n.url()));
+      nm.put("subject", n.subject());
+      if (n.stream() != null) {
+        nm.put("stream", n.stream());
+      }
+      nm.put("timeout", Durations.format(n.timeout()));
+      dv.put("nats", nm);
     } else {
       dv.put("stdout", Map.of());
     }

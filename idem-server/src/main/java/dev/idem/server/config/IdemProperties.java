@@ -60,6 +60,33 @@ public final class IdemProperties {
 
     /** {@code management_port}. */
     public @Nullable Integer managementPort;
+
+    /** {@code tls}. */
+    public @Nullable TlsProperties tls;
+  }
+
+  /** {@code server.tls}: TLS on the listener, and the CAs of client certificates. */
+  public static final class TlsProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public TlsProperties() {}
+
+    /** {@code certificate}. */
+    public @Nullable String certificate;
+
+    /** {@code private_key}. */
+    public @Nullable String privateKey;
+
+    /** {@code keystore}. */
+    public @Nullable String keystore;
+
+    /** {@code keystore_password}. */
+    public @Nullable String keystorePassword;
+
+    /** {@code client_ca}. */
+    public @Nullable String clientCa;
+
+    /** {@code reload_interval}. */
+    public @Nullable String reloadInterval;
   }
 
   /** {@code store} and {@code dedup.store}: where keys (and the outbox) are kept. */
@@ -108,6 +135,12 @@ public final class IdemProperties {
 
     /** {@code instance_id} (jdbc: this instance's stable identity among those sharing tables). */
     public @Nullable String instanceId;
+
+    /** {@code layout} (redis: {@code standard} or {@code compact}). */
+    public @Nullable String layout;
+
+    /** {@code compact_shards} (redis with {@code layout: compact}: shards per expiry bucket). */
+    public @Nullable Integer compactShards;
   }
 
   /** One entry of {@code pipelines}. */
@@ -132,6 +165,9 @@ public final class IdemProperties {
 
     /** {@code deliver}. */
     public @Nullable DeliverProperties deliver;
+
+    /** {@code tenant}. */
+    public @Nullable String tenant;
   }
 
   /** {@code source}: where events come from. */
@@ -141,6 +177,54 @@ public final class IdemProperties {
 
     /** {@code webhook}. */
     public @Nullable WebhookProperties webhook;
+
+    /** {@code nats}. */
+    public @Nullable NatsSourceProperties nats;
+  }
+
+  /** {@code source.nats}. */
+  public static final class NatsSourceProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public NatsSourceProperties() {}
+
+    /** {@code url}. */
+    public @Nullable String url;
+
+    /** {@code stream}. */
+    public @Nullable String stream;
+
+    /** {@code durable}. */
+    public @Nullable String durable;
+
+    /** {@code subject}. */
+    public @Nullable String subject;
+
+    /** {@code batch}. */
+    public @Nullable Integer batch;
+
+    /** {@code ack_wait}. */
+    public @Nullable String ackWait;
+
+    /** {@code max_deliver}. */
+    public @Nullable Long maxDeliver;
+
+    /** {@code max_attempts}. */
+    public @Nullable Integer maxAttempts;
+
+    /** {@code dead_letter}: a subject. */
+    public @Nullable String deadLetter;
+
+    /** {@code backoff}. */
+    public @Nullable String backoff;
+
+    /** {@code max_backoff}. */
+    public @Nullable String maxBackoff;
+
+    /** {@code max_body}. */
+    public @Nullable String maxBody;
+
+    /** {@code max_depth}. */
+    public @Nullable Integer maxDepth;
   }
 
   /** {@code source.webhook}. */
@@ -171,6 +255,21 @@ public final class IdemProperties {
 
     /** {@code jwt}. */
     public @Nullable JwtProperties jwt;
+
+    /** {@code mtls}. */
+    public @Nullable MtlsProperties mtls;
+
+    /** {@code principal_header}. */
+    public @Nullable String principalHeader;
+  }
+
+  /** {@code source.webhook.auth.mtls}. */
+  public static final class MtlsProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public MtlsProperties() {}
+
+    /** {@code ca}. */
+    public @Nullable String ca;
   }
 
   /** {@code source.webhook.auth.jwt}. */
@@ -312,6 +411,27 @@ public final class IdemProperties {
 
     /** {@code jdbc}. */
     public @Nullable JdbcProperties jdbc;
+
+    /** {@code nats}. */
+    public @Nullable NatsSinkProperties nats;
+  }
+
+  /** {@code deliver.nats}. */
+  public static final class NatsSinkProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public NatsSinkProperties() {}
+
+    /** {@code url}. */
+    public @Nullable String url;
+
+    /** {@code subject}. */
+    public @Nullable String subject;
+
+    /** {@code stream}. */
+    public @Nullable String stream;
+
+    /** {@code timeout}. */
+    public @Nullable String timeout;
   }
 
   /** {@code deliver.http}. */

@@ -16,6 +16,8 @@ import org.jspecify.annotations.Nullable;
  * @param ordering the ordering step, or null for none
  * @param jq the jq transform program, or null for none
  * @param deliver the delivery
+ * @param tenant where each event's tenant is read ({@code tenant}), or null for keys shared by
+ *     every sender; with one, keys are scoped per tenant
  */
 public record PipelineSettings(
     String id,
@@ -23,7 +25,8 @@ public record PipelineSettings(
     @Nullable DedupSettings dedup,
     @Nullable OrderingSettings ordering,
     @Nullable String jq,
-    DeliverSettings deliver) {
+    DeliverSettings deliver,
+    @Nullable TenantSpec tenant) {
   private static final Pattern ID = Pattern.compile("[A-Za-z0-9_.-]{1,64}");
 
   /**
@@ -43,6 +46,30 @@ public record PipelineSettings(
       throw new IdemConfigException(
           "transform.jq is blank; write a jq program or remove transform");
     }
+    if (tenant != null && dedup == null) {
+      throw new IdemConfigException("tenant scopes the dedup keys; add dedup, or remove tenant");
+    }
+  }
+
+  /**
+   * Makes a pipeline without tenants.
+   *
+   * @param id the pipeline id
+   * @param webhook the webhook source
+   * @param dedup the dedup step, or null
+   * @param ordering the ordering step, or null
+   * @param jq the jq program, or null
+   * @param deliver the delivery
+   * @throws IdemConfigException naming the field
+   */
+  public PipelineSettings(
+      String id,
+      WebhookSettings webhook,
+      @Nullable DedupSettings dedup,
+      @Nullable OrderingSettings ordering,
+      @Nullable String jq,
+      DeliverSettings deliver) {
+    this(id, webhook, dedup, ordering, jq, deliver, null);
   }
 
   /**

@@ -20,6 +20,8 @@ import org.jspecify.annotations.Nullable;
  * @param limits how long and how slowly a client may send a request
  * @param managementPort the port of the management listener ({@code /metrics}, {@code /health}), or
  *     null to serve them on {@code port}; 0 picks a free one
+ * @param tls TLS on {@code port} ({@code server.tls}), or null for plain HTTP; the management
+ *     listener stays plain HTTP
  */
 public record ServerSettings(
     String host,
@@ -29,7 +31,8 @@ public record ServerSettings(
     Duration shutdownTimeout,
     @Nullable String logLevel,
     HttpLimits limits,
-    @Nullable Integer managementPort) {
+    @Nullable Integer managementPort,
+    @Nullable TlsSettings tls) {
 
   /** The default host: all interfaces. */
   public static final String DEFAULT_HOST = "0.0.0.0";
@@ -91,6 +94,39 @@ public record ServerSettings(
   }
 
   /**
+   * Creates settings without TLS.
+   *
+   * @param host the address to listen on
+   * @param port the TCP port
+   * @param adminToken the admin bearer token, or null
+   * @param maxThreads the most request threads on Java 17-20
+   * @param shutdownTimeout the shutdown timeout
+   * @param logLevel the level of Idem's loggers, or null
+   * @param limits the HTTP limits
+   * @param managementPort the management port, or null
+   */
+  public ServerSettings(
+      String host,
+      int port,
+      @Nullable String adminToken,
+      int maxThreads,
+      Duration shutdownTimeout,
+      @Nullable String logLevel,
+      HttpLimits limits,
+      @Nullable Integer managementPort) {
+    this(
+        host,
+        port,
+        adminToken,
+        maxThreads,
+        shutdownTimeout,
+        logLevel,
+        limits,
+        managementPort,
+        null);
+  }
+
+  /**
    * Creates settings with the default HTTP limits and no management listener.
    *
    * @param host the address to listen on
@@ -119,7 +155,15 @@ public record ServerSettings(
    */
   public ServerSettings withPort(int newPort) {
     return new ServerSettings(
-        host, newPort, adminToken, maxThreads, shutdownTimeout, logLevel, limits, managementPort);
+        host,
+        newPort,
+        adminToken,
+        maxThreads,
+        shutdownTimeout,
+        logLevel,
+        limits,
+        managementPort,
+        tls);
   }
 
   /**
@@ -130,7 +174,15 @@ public record ServerSettings(
    */
   public ServerSettings withLimits(HttpLimits newLimits) {
     return new ServerSettings(
-        host, port, adminToken, maxThreads, shutdownTimeout, logLevel, newLimits, managementPort);
+        host,
+        port,
+        adminToken,
+        maxThreads,
+        shutdownTimeout,
+        logLevel,
+        newLimits,
+        managementPort,
+        tls);
   }
 
   /**
@@ -141,7 +193,34 @@ public record ServerSettings(
    */
   public ServerSettings withManagementPort(@Nullable Integer newManagementPort) {
     return new ServerSettings(
-        host, port, adminToken, maxThreads, shutdownTimeout, logLevel, limits, newManagementPort);
+        host,
+        port,
+        adminToken,
+        maxThreads,
+        shutdownTimeout,
+        logLevel,
+        limits,
+        newManagementPort,
+        tls);
+  }
+
+  /**
+   * Returns these settings with TLS.
+   *
+   * @param newTls the TLS settings, or null for plain HTTP
+   * @return a copy with {@code tls} replaced
+   */
+  public ServerSettings withTls(@Nullable TlsSettings newTls) {
+    return new ServerSettings(
+        host,
+        port,
+        adminToken,
+        maxThreads,
+        shutdownTimeout,
+        logLevel,
+        limits,
+        managementPort,
+        newTls);
   }
 
   /**
@@ -173,6 +252,8 @@ public record ServerSettings(
         + limits
         + ", managementPort="
         + managementPort
+        + ", tls="
+        + tls
         + "]";
   }
 }

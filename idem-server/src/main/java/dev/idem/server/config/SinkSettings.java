@@ -12,10 +12,14 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Where a pipeline delivers: exactly one of {@code http}, {@code file}, {@code stdout}, {@code
- * jdbc}.
+ * jdbc}, {@code nats}.
  */
 public sealed interface SinkSettings
-    permits SinkSettings.Http, SinkSettings.File, SinkSettings.Stdout, SinkSettings.Jdbc {
+    permits SinkSettings.Http,
+        SinkSettings.File,
+        SinkSettings.Stdout,
+        SinkSettings.Jdbc,
+        SinkSettings.Nats {
 
   /**
    * {@code deliver.http}: POST each event as JSON.
@@ -118,6 +122,56 @@ public sealed interface SinkSettings
           + table
           + (username == null ? "" : ", username=" + username)
           + (password == null ? "" : ", password=***")
+          + "]";
+    }
+  }
+
+  /**
+   * {@code deliver.nats}: publish each event to a JetStream subject and wait for the stream's
+   * publish ack (the confirmation), with {@code Idempotency-Key} and {@code Nats-Msg-Id} (the same
+   * value, so the stream's duplicate window drops Idem's own retries too).
+   *
+   * @param url the server URL(s), e.g. {@code nats://127.0.0.1:4222}
+   * @param subject the subject to publish to (no wildcards); a stream must capture it
+   * @param stream the stream expected to store it, or null for any
+   * @param timeout how long to wait for the publish ack
+   */
+  record Nats(String url, String subject, @Nullable String stream, Duration timeout)
+      implements SinkSettings {
+    /** The default publish-ack timeout: 5 seconds. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(5);
+
+    /**
+     * Validates the fields.
+     *
+     * @throws IdemConfigException naming the field
+     */
+    public Nats {
+      Objects.requireNonNull(url, "url");
+      Objects.requireNonNull(subject, "subject");
+      Objects.requireNonNull(timeout, "timeout");
+      NatsSourceSettings.checkUrl(url);
+      NatsSourceSettings.checkSubject(subject, "subject", false);
+      if (stream != null && !stream.matches("[A-Za-z0-9_-]+")) {
+        throw new IdemConfigException(
+            "stream: '" + stream + "' is not a stream name; use letters, digits, - and _");
+      }
+      if (timeout.toMillis() < 1 || timeout.compareTo(Http.MAX_TIMEOUT) > 0) {
+        throw new IdemConfigException(
+            "timeout must be from 1ms to 10m, got " + Durations.format(timeout));
+      }
+    }
+
+    /** Hides credentials in the URL. */
+    @Override
+    public String toString() {
+      return "Nats[url="
+          + Masking.url(url)
+          + ", subject="
+          + subject
+          + (stream == null ? "" : ", stream=" + stream)
+          + ", timeout="
+          + timeout
           + "]";
     }
   }

@@ -21,6 +21,10 @@ import org.jspecify.annotations.Nullable;
  * @param faults timeouts, reconnects, start without the store, outbox claims
  * @param instanceId jdbc: this instance's stable identity among the instances sharing the tables,
  *     so that a restart releases its previous life's outbox claims; null: the machine's host name
+ * @param redisLayout redis: how keys are laid out ({@code layout}); null for other stores (redis:
+ *     the standard layout)
+ * @param compactShards redis with the compact layout: shards per expiry bucket ({@code
+ *     compact_shards}); null: the store's default
  */
 public record StoreSettings(
     StoreType type,
@@ -32,7 +36,9 @@ public record StoreSettings(
     @Nullable String password,
     @Nullable Long maxKeys,
     StoreFaults faults,
-    @Nullable String instanceId) {
+    @Nullable String instanceId,
+    @Nullable RedisLayout redisLayout,
+    @Nullable Integer compactShards) {
 
   /** The default RocksDB directory: {@code ./data}. */
   public static final Path DEFAULT_PATH = Path.of("data");
@@ -89,6 +95,19 @@ public record StoreSettings(
       throw new IdemConfigException(
           "instance_id must be 1 to 255 characters and not blank, got '" + instanceId + "'");
     }
+    if (redisLayout != null && type != StoreType.REDIS) {
+      throw new IdemConfigException("layout is only for a redis store");
+    }
+    if (compactShards != null && redisLayout != RedisLayout.COMPACT) {
+      throw new IdemConfigException(
+          "compact_shards is only for a redis store with layout: compact; add layout: compact or"
+              + " remove compact_shards");
+    }
+    if (compactShards != null && (compactShards < 1 || compactShards > 1 << 24)) {
+      throw new IdemConfigException(
+          "compact_shards must be 1 to 16777216 (about the live keys of a pipeline / 320), got "
+              + compactShards);
+    }
     if (prefix != null && prefix.isEmpty()) {
       throw new IdemConfigException("prefix must not be empty; omit it for the default");
     }
@@ -134,6 +153,8 @@ public record StoreSettings(
         password,
         maxKeys,
         StoreFaults.DEFAULTS,
+        null,
+        null,
         null);
   }
 
@@ -178,6 +199,8 @@ public record StoreSettings(
         + (password == null ? "" : ", password=***")
         + (maxKeys == null ? "" : ", maxKeys=" + maxKeys)
         + (instanceId == null ? "" : ", instanceId=" + instanceId)
+        + (redisLayout == null ? "" : ", layout=" + redisLayout.configName())
+        + (compactShards == null ? "" : ", compactShards=" + compactShards)
         + "]";
   }
 }

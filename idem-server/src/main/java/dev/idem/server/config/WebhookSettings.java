@@ -1,7 +1,9 @@
 package dev.idem.server.config;
 
 import dev.idem.IdemConfigException;
+import dev.idem.server.auth.HeaderCallers;
 import dev.idem.server.auth.JwtSettings;
+import dev.idem.server.auth.MtlsSettings;
 import dev.idem.server.signature.SignatureSettings;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
@@ -14,14 +16,19 @@ import org.jspecify.annotations.Nullable;
  * @param maxBody the largest body accepted, in bytes; larger is {@code 413}
  * @param maxDepth the deepest JSON nesting accepted; deeper is {@code 400}
  * @param signature how signatures are verified, or null for none
- * @param jwt how callers are authenticated ({@code auth.jwt}), or null for none
+ * @param jwt how callers are authenticated by bearer token ({@code auth.jwt}), or null
+ * @param mtls how callers are authenticated by TLS client certificate ({@code auth.mtls}), or null
+ * @param principalHeader the header a trusted upstream sets to the caller's principal chain ({@code
+ *     auth.principal_header}), or null; at most one of {@code jwt}, {@code mtls} and this is set
  */
 public record WebhookSettings(
     String path,
     long maxBody,
     int maxDepth,
     @Nullable SignatureSettings signature,
-    @Nullable JwtSettings jwt)
+    @Nullable JwtSettings jwt,
+    @Nullable MtlsSettings mtls,
+    @Nullable String principalHeader)
     implements SourceSettings {
 
   /** The default body limit: 1 MiB. */
@@ -61,6 +68,44 @@ public record WebhookSettings(
       throw new IdemConfigException(
           "max_depth must be from 1 to " + MAX_MAX_DEPTH + ", got " + maxDepth);
     }
+    int methods =
+        (jwt != null ? 1 : 0) + (mtls != null ? 1 : 0) + (principalHeader != null ? 1 : 0);
+    if (methods > 1) {
+      throw new IdemConfigException(
+          "auth: give one of jwt, mtls and principal_header; a source has one kind of caller");
+    }
+    if (principalHeader != null) {
+      HeaderCallers.checkName(principalHeader);
+    }
+  }
+
+  /**
+   * Makes a webhook source with at most bearer-token callers.
+   *
+   * @param path the URL path
+   * @param maxBody the largest body accepted, in bytes
+   * @param maxDepth the deepest JSON nesting accepted
+   * @param signature how signatures are verified, or null for none
+   * @param jwt how callers are authenticated, or null for none
+   * @throws IdemConfigException naming the field
+   */
+  public WebhookSettings(
+      String path,
+      long maxBody,
+      int maxDepth,
+      @Nullable SignatureSettings signature,
+      @Nullable JwtSettings jwt) {
+    this(path, maxBody, maxDepth, signature, jwt, null, null);
+  }
+
+  /**
+   * Returns whether the source authenticates its callers (then the default key is the principal
+   * chain plus the body).
+   *
+   * @return whether {@code auth} is set
+   */
+  public boolean callers() {
+    return jwt != null || mtls != null || principalHeader != null;
   }
 
   /**
@@ -74,7 +119,7 @@ public record WebhookSettings(
    */
   public WebhookSettings(
       String path, long maxBody, int maxDepth, @Nullable SignatureSettings signature) {
-    this(path, maxBody, maxDepth, signature, null);
+    this(path, maxBody, maxDepth, signature, null, null, null);
   }
 
   @Override

@@ -4,6 +4,7 @@ import dev.idem.IdemConfigException;
 import dev.idem.IdemException;
 import dev.idem.TimeSource;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Objects;
 
 /**
@@ -75,5 +76,24 @@ public final class Sinks {
    */
   public static Sink jdbc(JdbcSinkSettings settings) {
     return new JdbcSink(Objects.requireNonNull(settings, "settings"), TimeSource.system());
+  }
+
+  /**
+   * A sink that publishes each event to a JetStream subject and counts it delivered when the
+   * stream's publish ack came back, with {@code Idempotency-Key} and {@code Nats-Msg-Id} headers
+   * (see {@link NatsSink}). Connects at the first delivery.
+   *
+   * @param url the server URL(s), comma separated
+   * @param subject the subject (a stream must capture it)
+   * @param stream the stream expected to store it, or null for any
+   * @param timeout how long to wait for the publish ack (and to connect)
+   * @return the sink
+   */
+  public static Sink nats(
+      String url,
+      String subject,
+      @org.jspecify.annotations.Nullable String stream,
+      Duration timeout) {
+    return new NatsSink(url, subject, stream, timeout);
   }
 }

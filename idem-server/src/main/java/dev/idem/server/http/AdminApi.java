@@ -20,6 +20,8 @@ import dev.idem.server.pipeline.Answer;
 import dev.idem.server.pipeline.EventKeys;
 import dev.idem.server.pipeline.Pipeline;
 import dev.idem.server.pipeline.PoisonKeys;
+import dev.idem.server.tenant.TenantKeys;
+import dev.idem.server.tenant.TenantScopedStore;
 import dev.idem.spi.DeadLetter;
 import dev.idem.spi.DeadLetterQuery;
 import dev.idem.spi.KeyState;
@@ -53,7 +55,9 @@ import org.slf4j.LoggerFactory;
  *       in_flight}, {@code committed}) with ISO-8601 times;
  *   <li>{@code DELETE /admin/pipelines/{id}/keys/{key}}: forget the key (the next event with it is
  *       new);
- *   <li>{@code DELETE /admin/pipelines/{id}/keys}: forget every key of the pipeline;
+ *   <li>{@code DELETE /admin/pipelines/{id}/keys}: forget every key of the pipeline; for a pipeline
+ *       with {@code tenant}, {@code ?tenant=<tenant>} is required and only that tenant's keys go
+ *       (the key endpoints take {@code ?tenant=} too, to read a raw key value in that tenant);
  *   <li>{@code GET /admin/pipelines/{id}/dead-letters?limit=N}: deliveries given up;
  *   <li>{@code GET /admin/pipelines/{id}/outbox?limit=N}: deliveries still waiting (async), oldest
  *       first, each with its attempts, when it may be tried next and its last error;
@@ -231,19 +235,28 @@ public final class AdminApi implements AutoCloseable {
                   + String.join(", ", pipelines.keySet()));
         }
         String what = segments.get(2);
+        Answer badTenant = checkTenant(p, what, segments.size(), query.get("tenant"));
+        if (badTenant != null) {
+          return badTenant;
+        }
         if (what.equals("keys") && segments.size() == 3) {
-          return method.equals("DELETE") ? clear(p) : notAllowed("DELETE");
+          return method.equals("DELETE") ? clear(p, query.get("tenant")) : notAllowed("DELETE");
         }
         if (what.equals("keys") && segments.size() == 4) {
+          EventKeys keys = keysOf(p, query.get("tenant"));
           return switch (method) {
-            case "GET" -> inspect(p, segments.get(3), "digest".equals(query.get("form")));
-            case "DELETE" -> forget(p, segments.get(3), "digest".equals(query.get("form")));
+            case "GET" -> inspect(p, keys, segments.get(3), "digest".equals(query.get("form")));
+            case "DELETE" -> forget(p, keys, segments.get(3), "digest".equals(query.get("form")));
             default -> notAllowed("GET, DELETE");
           };
         }
         if (what.equals("keys") && segments.size() == 5 && segments.get(4).equals("redeliver")) {
           return method.equals("POST")
-              ? redeliver(p, segments.get(3), "digest".equals(query.get("form")))
+              ? redeliver(
+                  p,
+                  keysOf(p, query.get("tenant")),
+                  segments.get(3),
+                  "digest".equals(query.get("form")))
               : notAllowed("POST");
         }
         if (what.equals("dead-letters") && segments.size() == 3) {
@@ -339,6 +352,39 @@ public final class AdminApi implements AutoCloseable {
     return json(200, root);
   }
 
+  /**
+   * A tenanted pipeline's clear needs {@code ?tenant=}; a pipeline without tenants takes none. Null
+   * when the request is fine.
+   */
+  private static @Nullable Answer checkTenant(
+      Pipeline p, String what, int segments, @Nullable String tenant) {
+    boolean tenanted = p.keys() instanceof TenantKeys;
+    if (tenant != null && !tenanted) {
+      return Answer.error(
+          400, "no_tenants", "pipeline '" + p.id() + "' has no tenant setting; remove ?tenant=");
+    }
+    if (tenant != null && tenant.isBlank()) {
+      return Answer.error(400, "bad_tenant", "?tenant= is blank; give the tenant's name");
+    }
+    if (tenanted && tenant == null && what.equals("keys") && segments == 3) {
+      return Answer.error(
+          400,
+          "tenant_required",
+          "pipeline '"
+              + p.id()
+              + "' keeps its keys per tenant; clear one tenant: DELETE"
+              + " /admin/pipelines/"
+              + p.id()
+              + "/keys?tenant=<tenant>");
+    }
+    return null;
+  }
+
+  /** The pipeline's keys, those of one tenant with {@code ?tenant=}. */
+  private static EventKeys keysOf(Pipeline p, @Nullable String tenant) {
+    return tenant != null && p.keys() instanceof TenantKeys t ? t.forTenant(tenant) : p.keys();
+  }
+
   private @Nullable Deduplicator dedupOf(Pipeline p) {
     return p.dedup();
   }
@@ -402,14 +448,15 @@ public final class AdminApi implements AutoCloseable {
     return n;
   }
 
-  private Answer inspect(Pipeline p, String raw, boolean digest) {
+  private Answer inspect(Pipeline p, EventKeys keys, String raw, boolean digest) {
     return withKey(
-        p, raw, digest, (d, key) -> json(200, describe(p.id(), raw, key, d.inspect(key))));
+        p, keys, raw, digest, (d, key) -> json(200, describe(p.id(), raw, key, d.inspect(key))));
   }
 
-  private Answer forget(Pipeline p, String raw, boolean digest) {
+  private Answer forget(Pipeline p, EventKeys keys, String raw, boolean digest) {
     return withKey(
         p,
+        keys,
         raw,
         digest,
         (d, key) -> {
@@ -434,29 +481,44 @@ public final class AdminApi implements AutoCloseable {
    * action}; a pipeline without dedup or a key that cannot be read is answered without it.
    */
   private Answer withKey(
-      Pipeline p, String raw, boolean digest, BiFunction<Deduplicator, DedupKey, Answer> action) {
+      Pipeline p,
+      EventKeys keys,
+      String raw,
+      boolean digest,
+      BiFunction<Deduplicator, DedupKey, Answer> action) {
     Deduplicator d = dedupOf(p);
     if (d == null) {
       return noDedup(p);
     }
     DedupKey key;
     try {
-      key = keyOf(p.keys(), raw, digest);
+      key = keyOf(keys, raw, digest);
     } catch (KeyDerivationException e) {
       return Answer.error(400, "bad_key", e.getMessage());
     }
     return action.apply(d, key);
   }
 
-  private Answer clear(Pipeline p) {
+  private Answer clear(Pipeline p, @Nullable String tenant) {
     Deduplicator d = dedupOf(p);
     if (d == null) {
       return noDedup(p);
     }
-    long removed = d.clear();
-    LOG.info("admin clear pipeline={} removed={} keys by token={}", p.id(), removed, tokenId);
+    long removed =
+        tenant != null && d.store() instanceof TenantScopedStore t
+            ? t.clearTenant(tenant)
+            : d.clear();
+    LOG.info(
+        "admin clear pipeline={}{} removed={} keys by token={}",
+        p.id(),
+        tenant == null ? "" : " tenant=" + tenant,
+        removed,
+        tokenId);
     ObjectNode n = JSON.createObjectNode();
     n.put("pipeline", p.id());
+    if (tenant != null) {
+      n.put("tenant", tenant);
+    }
     n.put("removed", removed);
     return json(200, n);
   }
@@ -806,9 +868,10 @@ public final class AdminApi implements AutoCloseable {
    * delivered event is not kept (the outbox forgets it once acknowledged, and replay mode stores
    * only the downstream's answer), so then the answer says what to do instead.
    */
-  private Answer redeliver(Pipeline p, String raw, boolean digest) {
+  private Answer redeliver(Pipeline p, EventKeys keys, String raw, boolean digest) {
     return withKey(
         p,
+        keys,
         raw,
         digest,
         (d, key) -> {

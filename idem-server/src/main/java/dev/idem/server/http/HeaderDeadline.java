@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import org.eclipse.jetty.io.Connection;
 import org.eclipse.jetty.io.EndPoint;
+import org.eclipse.jetty.io.ssl.SslConnection;
 import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
@@ -88,6 +89,11 @@ public final class HeaderDeadline extends Handler.Wrapper implements Connection.
 
   @Override
   public void onOpened(Connection connection) {
+    if (connection instanceof SslConnection) {
+      // TLS: the HTTP connection on top of it is watched (its requests name that one); the TLS
+      // layer's bytes never match a request, so watching it would cut live connections.
+      return;
+    }
     Watch w = new Watch();
     w.mark = connection.getBytesIn();
     watches.put(connection, w);

@@ -1,6 +1,7 @@
 package dev.idem.server.http;
 
 import dev.idem.server.admin.ConsoleAssets;
+import dev.idem.server.auth.MtlsCallers;
 import dev.idem.server.config.HttpLimits;
 import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.pipeline.Answer;
@@ -10,16 +11,19 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.net.URLDecoder;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.security.cert.X509Certificate;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.Function;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.io.EndPoint;
 import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
@@ -195,7 +199,7 @@ public final class IdemHandler extends Handler.Abstract {
       write(response, early, callback);
       return;
     }
-    HttpFields headers = request.getHeaders();
+    Function<String, @Nullable String> headers = callerHeaders(request);
     BodyReader reader =
         new BodyReader(
             request,
@@ -208,7 +212,7 @@ public final class IdemHandler extends Handler.Abstract {
               public void body(byte[] body) {
                 Answer a;
                 try {
-                  a = p.handle(new InboundRequest(body, headers::get));
+                  a = p.handle(new InboundRequest(body, headers));
                 } catch (RuntimeException e) {
                   LOG.warn("request POST {} failed", request.getHttpURI().getPath(), e);
                   a = Answer.error(500, "internal_error", "the request failed; retry later");
@@ -224,6 +228,21 @@ public final class IdemHandler extends Handler.Abstract {
               }
             });
     reader.start();
+  }
+
+  /**
+   * The request's headers, and the TLS client certificate the handshake verified as the
+   * pseudo-headers {@link MtlsCallers} reads. A name starting with {@code :} is never looked up in
+   * the request's own headers, so no client can set those.
+   */
+  static Function<String, @Nullable String> callerHeaders(Request request) {
+    HttpFields headers = request.getHeaders();
+    X509Certificate[] chain =
+        request.getAttribute(EndPoint.SslSessionData.ATTRIBUTE) instanceof EndPoint.SslSessionData d
+            ? d.peerCertificates()
+            : null;
+    Function<String, @Nullable String> tls = MtlsCallers.pseudoHeaders(chain);
+    return name -> name.startsWith(":") ? tls.apply(name) : headers.get(name);
   }
 
   /** The checks a webhook request gets from its headers alone; null if it may send its body. */

@@ -327,6 +327,24 @@ public final class IdemMetrics {
       gapReleased.increment();
     }
 
+    /**
+     * Returns the registry these meters are on (a source registers its own meters there).
+     *
+     * @return the registry
+     */
+    public MeterRegistry registry() {
+      return registry;
+    }
+
+    /**
+     * Returns the pipeline id.
+     *
+     * @return the id
+     */
+    public String pipeline() {
+      return pipeline;
+    }
+
     /** Counts an event answered "store unavailable". */
     public void storeUnavailable() {
       storeUnavailable.increment();

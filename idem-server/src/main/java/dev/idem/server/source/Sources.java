@@ -2,9 +2,11 @@ package dev.idem.server.source;
 
 import dev.idem.IdemConfigException;
 import dev.idem.TimeSource;
+import dev.idem.server.config.NatsSourceSettings;
 import dev.idem.server.config.SourceSettings;
 import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.pipeline.Pipeline;
+import dev.idem.server.source.nats.NatsSource;
 
 /** Opens the pulling source of a pipeline from its settings. */
 public final class Sources {
@@ -28,6 +30,9 @@ public final class Sources {
    * @throws IdemConfigException if no source of that type exists
    */
   public static EventSource open(SourceSettings settings, Pipeline pipeline, Context context) {
+    if (settings instanceof NatsSourceSettings s) {
+      return new NatsSource(s, pipeline, SourceMeters.of(context, "nats"));
+    }
     throw new IdemConfigException(
         "source." + settings.type() + " is not a source this build can run");
   }

@@ -127,7 +127,7 @@ class ConfigLoaderTest {
                 deliver: { stdout: {} }
               - id: b
                 source: { webhook: { path: /b } }
-                dedup: { key: 'header("X-Id")', expiry: fixed, window: none }
+                dedup: { key: 'header("X-Id")', expiry: fixed, window: none, max_keys: 1000 }
                 deliver: { file: { path: out.jsonl } }
             """);
 
@@ -183,7 +183,7 @@ class ConfigLoaderTest {
         .isEqualTo(
             "idem.yaml:2:3: server.prot: unknown key 'prot'; allowed here: admin_token, host,"
                 + " idle_timeout, log_level, management_port, max_header_size, max_threads,"
-                + " min_data_rate, port, read_timeout, shutdown_timeout");
+                + " min_data_rate, port, read_timeout, shutdown_timeout, tls");
     assertThat(e.problems().get(1).toString())
         .startsWith("idem.yaml:5:37: pipelines[0].source.webhook.maxbody: unknown key 'maxbody';")
         .contains("max_body");

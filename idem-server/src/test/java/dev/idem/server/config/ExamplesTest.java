@@ -2,6 +2,7 @@ package dev.idem.server.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.idem.server.support.TestCertificates;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -15,9 +16,27 @@ import org.junit.jupiter.params.provider.MethodSource;
 class ExamplesTest {
   static final Path EXAMPLES = Path.of("..", "examples");
 
+  /** The TLS files examples/mtls.yaml reads (made for the test, in IDEM_TLS_DIR). */
+  static final Path TLS_DIR = tlsDir();
+
+  private static Path tlsDir() {
+    try {
+      Path dir = Files.createTempDirectory("idem-examples-tls");
+      dir.toFile().deleteOnExit();
+      TestCertificates.writeServerFiles(dir);
+      for (String f : new String[] {"server.pem", "server-key.pem", "clients-ca.pem"}) {
+        dir.resolve(f).toFile().deleteOnExit();
+      }
+      return dir;
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** The secrets the examples require from the environment. */
   static final Map<String, String> ENV =
       Map.of(
+          "IDEM_TLS_DIR", TLS_DIR.toString(),
           "STRIPE_WEBHOOK_SECRET", "whsec_dGVzdHNlY3JldA==",
           "GITHUB_WEBHOOK_SECRET", "github-secret",
           "SHOP_SECRET", "shop-secret",

@@ -24,6 +24,7 @@ import io.lettuce.core.ClientOptions;
 import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisCommandTimeoutException;
+import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScanCursor;
@@ -125,6 +126,7 @@ public final class RedisDedupStore implements DedupStore {
   private final @Nullable AbstractRedisClient ownedClient;
   private final @Nullable ClientResources ownedResources;
   private final KeyLayout layout;
+  private final @Nullable CompactLayout compact;
   private final long timeoutNanos;
   private volatile List<String> durabilityRisks = List.of();
   private volatile long durabilityCheckedNanos;
@@ -144,6 +146,10 @@ public final class RedisDedupStore implements DedupStore {
     this.ownedClient = ownedClient;
     this.ownedResources = ownedResources;
     this.layout = new KeyLayout(config.prefix());
+    this.compact =
+        config.layout() == RedisDedupStoreConfig.Layout.COMPACT
+            ? new CompactLayout(config.prefix(), config.compactShards())
+            : null;
     this.timeoutNanos = config.commandTimeout().toNanos();
   }
 
@@ -332,6 +338,9 @@ public final class RedisDedupStore implements DedupStore {
   @Override
   public KeyState inspect(Scope scope, DedupKey key, long nowMillis) {
     ensureOpen();
+    if (compact != null) {
+      return inspectCompact(compact.inspect(scope, key, nowMillis), nowMillis);
+    }
     byte[] redisKey = layout.key(scope, key);
     byte[] value = await(commands.get(redisKey), "inspect", redisKey);
     if (value == null) {
@@ -344,6 +353,12 @@ public final class RedisDedupStore implements DedupStore {
   @Override
   public boolean forget(Scope scope, DedupKey key) {
     ensureOpen();
+    if (compact != null) {
+      ScriptCall<Long> call = compactCall(compact.forget(scope, key, 0), false);
+      connection.dispatch(call.prepare(true));
+      awaitOne(call, "forget");
+      return settled(call, "forget") == SettleResult.APPLIED;
+    }
     byte[] redisKey = layout.key(scope, key);
     Long removed = await(commands.del(new byte[][] {redisKey}), "forget", redisKey);
     return removed != null && removed > 0;
@@ -360,13 +375,18 @@ public final class RedisDedupStore implements DedupStore {
   @Override
   public long clear(Scope scope) {
     ensureOpen();
-    ScanArgs args = new ScanArgs().match(layout.scanPattern(scope)).limit(1000);
+    ScanArgs args =
+        new ScanArgs()
+            .match(compact != null ? compact.scanPattern(scope) : layout.scanPattern(scope))
+            .limit(1000);
     ScanCursor cursor = ScanCursor.INITIAL;
     long removed = 0;
     do {
       KeyScanCursor<byte[]> page = await(commands.scan(cursor, args), "clear (SCAN)", null);
       List<byte[]> keys = page.getKeys();
-      if (!keys.isEmpty()) {
+      if (compact != null && !keys.isEmpty()) {
+        removed += unlinkCompact(keys);
+      } else if (!keys.isEmpty()) {
         Long n = await(commands.unlink(keys.toArray(new byte[0][])), "clear (UNLINK)", null);
         removed += n == null ? 0 : n;
       }
@@ -494,6 +514,9 @@ public final class RedisDedupStore implements DedupStore {
   // --- scripts ---------------------------------------------------------------------------------
 
   private ScriptCall<List<Object>> reserveCall(ReserveRequest r) {
+    if (compact != null) {
+      return compactCall(compact.reserve(r), true);
+    }
     long now = r.nowMillis();
     long leaseUntil = r.leaseUntil();
     Fingerprint fingerprint = r.fingerprint();
@@ -518,6 +541,9 @@ public final class RedisDedupStore implements DedupStore {
   }
 
   private ScriptCall<Long> commitCall(CommitRequest c) {
+    if (compact != null) {
+      return compactCall(compact.commit(c), false);
+    }
     long now = c.nowMillis();
     long expiresAt = c.ttl().expiresAt(now);
     byte[] times = new byte[16];
@@ -537,6 +563,9 @@ public final class RedisDedupStore implements DedupStore {
   }
 
   private ScriptCall<Long> releaseCall(ReleaseRequest r) {
+    if (compact != null) {
+      return compactCall(compact.release(r), false);
+    }
     return new ScriptCall<>(
         LuaScripts.RELEASE,
         false,
@@ -546,6 +575,9 @@ public final class RedisDedupStore implements DedupStore {
   }
 
   private ScriptCall<Long> extendCall(ExtendRequest e) {
+    if (compact != null) {
+      return compactCall(compact.extend(e), false);
+    }
     long now = e.nowMillis();
     long until = e.leaseUntil();
     return new ScriptCall<>(
@@ -556,6 +588,49 @@ public final class RedisDedupStore implements DedupStore {
         EntryFormat.longBytes(e.token()),
         EntryFormat.longBytes(until),
         px(now, until));
+  }
+
+  private static <T> ScriptCall<T> compactCall(CompactLayout.Call c, boolean multiReply) {
+    return new ScriptCall<>(c.script(), multiReply, c.key(), c.argv());
+  }
+
+  /** Runs the compact layout's inspect script and decodes its {} / {value} / {value, result}. */
+  private KeyState inspectCompact(CompactLayout.Call c, long nowMillis) {
+    ScriptCall<List<Object>> call = compactCall(c, true);
+    connection.dispatch(call.prepare(true));
+    awaitOne(call, "inspect");
+    List<Object> reply = call.command.join();
+    if (reply == null || reply.isEmpty()) {
+      return KeyState.ABSENT;
+    }
+    if (reply.size() > 2
+        || !(reply.get(0) instanceof byte[] value)
+        || (reply.size() == 2 && reply.get(1) != null && !(reply.get(1) instanceof byte[]))) {
+      throw RedisErrors.unexpectedReply("inspect", reply, description);
+    }
+    byte[] result = reply.size() == 2 ? (byte[]) reply.get(1) : null;
+    return DedupStateMachine.inspect(
+        CompactFormat.decode(value, result, KeyLayout.text(c.key())), nowMillis);
+  }
+
+  /**
+   * Unlinks one page of a compact scope's keys; returns how many dedup keys they held (the fields
+   * of the bucket hashes, counted just before; directories and result keys count nothing).
+   */
+  private long unlinkCompact(List<byte[]> keys) {
+    List<RedisFuture<Long>> lengths = new ArrayList<>();
+    for (byte[] k : keys) {
+      if (CompactLayout.isBucket(k)) {
+        lengths.add(commands.hlen(k));
+      }
+    }
+    long held = 0;
+    for (RedisFuture<Long> n : lengths) {
+      Long v = await(n, "clear (HLEN)", null);
+      held += v == null ? 0 : v;
+    }
+    await(commands.unlink(keys.toArray(new byte[0][])), "clear (UNLINK)", null);
+    return held;
   }
 
   private ReserveResult decodeReserve(ScriptCall<List<Object>> call, ReserveRequest r) {
@@ -878,6 +953,8 @@ public final class RedisDedupStore implements DedupStore {
     private Duration reconnectDelay = RedisDedupStoreConfig.DEFAULT_RECONNECT_DELAY;
     private boolean requireDurable;
     private boolean cluster;
+    private RedisDedupStoreConfig.Layout keyLayout = RedisDedupStoreConfig.Layout.STANDARD;
+    private int compactShards = RedisDedupStoreConfig.DEFAULT_COMPACT_SHARDS;
 
     private Builder(List<String> uris, @Nullable AbstractRedisClient client) {
       this.uris = uris;
@@ -945,6 +1022,30 @@ public final class RedisDedupStore implements DedupStore {
     }
 
     /**
+     * Chooses the key layout (default {@link RedisDedupStoreConfig.Layout#STANDARD}); see {@link
+     * RedisDedupStoreConfig#layout()}. Stores on one prefix must all use the same layout.
+     *
+     * @param layout the layout
+     * @return this builder
+     */
+    public Builder layout(RedisDedupStoreConfig.Layout layout) {
+      this.keyLayout = Objects.requireNonNull(layout, "layout");
+      return this;
+    }
+
+    /**
+     * Sets the shards per expiry bucket of the compact layout (default 4096); see {@link
+     * RedisDedupStoreConfig#compactShards()}. Stores on one prefix must all use the same number.
+     *
+     * @param compactShards 1 to 16,777,216
+     * @return this builder
+     */
+    public Builder compactShards(int compactShards) {
+      this.compactShards = compactShards;
+      return this;
+    }
+
+    /**
      * Treats the URIs as Redis Cluster seeds even when there is only one (several seeds always mean
      * a cluster). Only for {@link RedisDedupStore#builder(String...)}.
      *
@@ -969,6 +1070,8 @@ public final class RedisDedupStore implements DedupStore {
       this.connectTimeout = config.connectTimeout();
       this.reconnectDelay = config.reconnectDelay();
       this.requireDurable = config.requireDurable();
+      this.keyLayout = config.layout();
+      this.compactShards = config.compactShards();
       return this;
     }
 
@@ -983,7 +1086,13 @@ public final class RedisDedupStore implements DedupStore {
     public RedisDedupStore build() {
       RedisDedupStoreConfig config =
           new RedisDedupStoreConfig(
-              prefix, commandTimeout, connectTimeout, reconnectDelay, requireDurable);
+              prefix,
+              commandTimeout,
+              connectTimeout,
+              reconnectDelay,
+              requireDurable,
+              keyLayout,
+              compactShards);
       if (client != null) {
         if (cluster) {
           throw new IdemConfigException(
@@ -1030,7 +1139,13 @@ public final class RedisDedupStore implements DedupStore {
         String where,
         String prefix) {
       boolean owned = resources != null;
-      String description = where + " prefix=" + prefix;
+      String description =
+          where
+              + " prefix="
+              + prefix
+              + (config.layout() == RedisDedupStoreConfig.Layout.COMPACT
+                  ? " layout=compact shards=" + config.compactShards()
+                  : "");
       if (!owned) {
         checkFailsClosed(client.getOptions(), description);
       }
@@ -1192,8 +1307,7 @@ public final class RedisDedupStore implements DedupStore {
   }
 
   private void loadScripts() {
-    for (LuaScripts.Script script :
-        List.of(LuaScripts.RESERVE, LuaScripts.COMMIT, LuaScripts.RELEASE, LuaScripts.EXTEND)) {
+    for (LuaScripts.Script script : compact != null ? CompactScripts.ALL : LuaScripts.ALL) {
       String sha = await(commands.scriptLoad(script.bodyBytes()), "SCRIPT LOAD", null);
       if (!script.sha().equals(sha)) {
         throw new StoreException(

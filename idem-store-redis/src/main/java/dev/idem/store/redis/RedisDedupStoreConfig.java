@@ -23,13 +23,42 @@ import java.util.Objects;
  *     when Redis is set up to forget keys: an eviction policy other than {@code noeviction}, or no
  *     append-only file, or settings it cannot read. Off by default: then those risks are logged and
  *     reported by {@link RedisDedupStore#durabilityRisks()}.
+ * @param layout how keys are laid out in Redis: {@link Layout#STANDARD} (one Redis key per dedup
+ *     key, the default) or {@link Layout#COMPACT} (many keys per small hash, bucketed by expiry;
+ *     see {@code docs/stores/redis.md}). The two layouts do not see each other's keys.
+ * @param compactShards for the compact layout: how many hashes each expiry bucket of a scope is
+ *     split into (by the key's hash); 1 to 16,777,216, default 4096. Choose about the live keys of
+ *     a scope divided by 320 (see {@code docs/scale.md}) so that each hash stays under Redis's
+ *     {@code hash-max-listpack-entries} (128 by default) and small. Ignored by the standard layout.
  */
 public record RedisDedupStoreConfig(
     String prefix,
     Duration commandTimeout,
     Duration connectTimeout,
     Duration reconnectDelay,
-    boolean requireDurable) {
+    boolean requireDurable,
+    Layout layout,
+    int compactShards) {
+
+  /**
+   * How a Redis store lays out its keys. Both layouts give the same answers (the contract suite
+   * runs on each); they differ in memory per key and in what an operator sees in Redis.
+   */
+  public enum Layout {
+    /** One Redis string per dedup key, {@code <prefix><scope>:<key hex>}, with its own expiry. */
+    STANDARD,
+    /**
+     * Many keys of one scope per small (listpack-encoded) hash, one hash per expiry bucket and
+     * shard, each hash expiring as a whole: about a third of the memory of {@link #STANDARD}.
+     */
+    COMPACT
+  }
+
+  /** The default number of shards per expiry bucket of the compact layout. */
+  public static final int DEFAULT_COMPACT_SHARDS = 4096;
+
+  /** The largest number of shards per expiry bucket of the compact layout. */
+  public static final int MAX_COMPACT_SHARDS = 1 << 24;
 
   /** The default key prefix. */
   public static final String DEFAULT_PREFIX = "idem:";
@@ -54,6 +83,15 @@ public record RedisDedupStoreConfig(
    */
   public RedisDedupStoreConfig {
     checkPrefix(prefix);
+    Objects.requireNonNull(layout, "layout");
+    if (compactShards < 1 || compactShards > MAX_COMPACT_SHARDS) {
+      throw new IdemConfigException(
+          "redis compactShards "
+              + compactShards
+              + " is not allowed: use 1 to "
+              + MAX_COMPACT_SHARDS
+              + ", about the live keys of a scope divided by 320, e.g. 4096");
+    }
     checkTimeout("commandTimeout", commandTimeout);
     checkTimeout("connectTimeout", connectTimeout);
     Objects.requireNonNull(reconnectDelay, "reconnectDelay");
@@ -63,6 +101,32 @@ public record RedisDedupStoreConfig(
               + reconnectDelay
               + " is not allowed: use 1 ms to 1 minute, e.g. 250ms");
     }
+  }
+
+  /**
+   * Creates settings in the standard layout.
+   *
+   * @param prefix the key prefix
+   * @param commandTimeout the command timeout
+   * @param connectTimeout the connect timeout
+   * @param reconnectDelay the longest wait between reconnect attempts
+   * @param requireDurable whether to refuse a Redis that can forget keys
+   * @throws IdemConfigException naming the field, if a value is not allowed
+   */
+  public RedisDedupStoreConfig(
+      String prefix,
+      Duration commandTimeout,
+      Duration connectTimeout,
+      Duration reconnectDelay,
+      boolean requireDurable) {
+    this(
+        prefix,
+        commandTimeout,
+        connectTimeout,
+        reconnectDelay,
+        requireDurable,
+        Layout.STANDARD,
+        DEFAULT_COMPACT_SHARDS);
   }
 
   /**
@@ -79,7 +143,7 @@ public record RedisDedupStoreConfig(
 
   /**
    * Returns the defaults: prefix {@code idem:}, command timeout 2 s, connect timeout 5 s, reconnect
-   * delay at most 250 ms, durability not required.
+   * delay at most 250 ms, durability not required, the standard layout.
    *
    * @return the default settings
    */

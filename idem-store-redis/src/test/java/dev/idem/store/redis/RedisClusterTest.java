@@ -74,6 +74,34 @@ class RedisClusterTest {
     }
   }
 
+  /**
+   * The contract suite on the cluster in the compact layout: every script runs on one shard's
+   * directory and the bucket hashes that share its hash tag, so each stays on one slot.
+   */
+  @Nested
+  class CompactContract extends DedupStoreContract {
+    @Override
+    protected DedupStore newStore(TimeSource time) {
+      return open(SharedRedis.uniquePrefix());
+    }
+
+    @Override
+    protected DedupStore reopen(DedupStore store, TimeSource time) {
+      String prefix = ((RedisDedupStore) store).config().prefix();
+      store.close();
+      return open(prefix);
+    }
+
+    private RedisDedupStore open(String prefix) {
+      return RedisDedupStore.builder(cluster.client())
+          .prefix(prefix)
+          .layout(RedisDedupStoreConfig.Layout.COMPACT)
+          .compactShards(64)
+          .commandTimeout(Duration.ofSeconds(15))
+          .build();
+    }
+  }
+
   private static DedupKey key(long n) {
     return DedupKey.ofWords(n * 0x9E3779B97F4A7C15L, n, 0, n);
   }

@@ -72,11 +72,13 @@ public final class WebhookAnswers {
         case BAD_INPUT -> Answer.error(400, r.code(), r.message());
         case BAD_SIGNATURE -> Answer.error(401, r.code(), r.message());
         case UNAUTHENTICATED ->
-            Answer.error(
-                401,
-                r.code(),
-                r.message(),
-                Map.of("WWW-Authenticate", "Bearer error=\"invalid_token\""));
+            r.code().equals("invalid_token")
+                ? Answer.error(
+                    401,
+                    r.code(),
+                    r.message(),
+                    Map.of("WWW-Authenticate", "Bearer error=\"invalid_token\""))
+                : Answer.error(401, r.code(), r.message());
         case FORBIDDEN -> Answer.error(403, r.code(), r.message());
       };
     }

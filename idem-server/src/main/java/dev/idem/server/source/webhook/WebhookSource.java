@@ -123,15 +123,16 @@ public final class WebhookSource {
    * The outcome for a refused caller; each says that nothing was recorded.
    *
    * @param e why the caller was refused
-   * @return {@code invalid_token} (unauthenticated), {@code delegation_too_deep} (forbidden) or
-   *     {@code keys_unavailable} (unavailable)
+   * @return unauthenticated ({@code invalid_token}, {@code client_certificate_required}, {@code
+   *     missing_principal}), forbidden ({@code delegation_too_deep}, {@code
+   *     client_certificate_not_accepted}) or unavailable ({@code keys_unavailable})
    */
   public static Outcome refused(CallerException e) {
     String message = e.getMessage() + "; nothing was recorded for this request";
     return switch (e.reason()) {
-      case INVALID_TOKEN ->
+      case INVALID_TOKEN, CLIENT_CERTIFICATE_REQUIRED, MISSING_PRINCIPAL ->
           new Outcome.Rejected(Outcome.Rejection.UNAUTHENTICATED, e.reason().code(), message);
-      case DELEGATION_TOO_DEEP ->
+      case DELEGATION_TOO_DEEP, CLIENT_CERTIFICATE_NOT_ACCEPTED ->
           new Outcome.Rejected(Outcome.Rejection.FORBIDDEN, e.reason().code(), message);
       case KEYS_UNAVAILABLE ->
           new Outcome.Unavailable(
