@@ -29,6 +29,8 @@ import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.pipeline.Deliverer;
 import dev.idem.server.pipeline.EventKeys;
 import dev.idem.server.pipeline.Pipeline;
+import dev.idem.server.pipeline.PoisonKeys;
+import dev.idem.server.pipeline.SequenceGuard;
 import dev.idem.server.signature.SignatureVerifier;
 import dev.idem.server.source.EventSource;
 import dev.idem.server.source.Sources;
@@ -329,6 +331,39 @@ public final class ServiceAssembly {
               new SharedOrdering(p.id(), PipelineKeys.rule(o.key()), gate, locks, renewals, time));
         } else {
           b.ordering(new GateOrdering(PipelineKeys.rule(o.key()), gate));
+        }
+        if (p.deliver().mode() == DeliveryMode.SYNC && d != null) {
+          // Poison keys: a failing event blocks only its ordering key, across instances.
+          Deduplicator poison =
+              Deduplicator.builder(
+                      Objects.requireNonNull(stores.get(shared), "poison keys need the store"),
+                      Scope.of(p.id(), "poison"))
+                  .config(DedupConfig.custom().noTtl().lease(o.lockTtl()).build())
+                  .timeSource(time)
+                  .build();
+          b.poison(
+              new PoisonKeys(
+                  p.id(),
+                  poison,
+                  o.maxAttempts(),
+                  o.onFailure(),
+                  p.deliver().retry().initialBackoff(),
+                  p.deliver().retry().maxBackoff(),
+                  o.lockTtl(),
+                  time));
+        }
+        if (o.sequence() != null) {
+          // The last sequence of each ordering key, kept in the pipeline's store without TTL.
+          Deduplicator records =
+              Deduplicator.builder(
+                      Objects.requireNonNull(stores.get(shared), "sequence mode needs the store"),
+                      Scope.of(p.id(), "sequence"))
+                  .config(DedupConfig.custom().noTtl().lease(o.lockTtl()).build())
+                  .timeSource(time)
+                  .build();
+          b.sequences(
+              new SequenceGuard(
+                  p.id(), Objects.requireNonNull(o.sequence()), records, o.gapTimeout(), time));
         }
       }
       if (p.jq() != null) {

@@ -506,6 +506,12 @@ final class ConfigConverter {
     SourceSettings source = source(p.source, at);
     DedupSettings dedup = p.dedup == null ? null : dedup(p.dedup, at + ".dedup");
     OrderingSettings ordering = p.ordering == null ? null : ordering(p.ordering, at + ".ordering");
+    if (ordering != null && ordering.sequence() != null && p.dedup == null) {
+      problem(
+          at + ".ordering.sequence",
+          "needs a dedup step: the last sequence of each key is kept in the dedup store; add dedup"
+              + " (e.g. dedup: { key: source.id })");
+    }
     String jq = null;
     if (p.transform != null) {
       if (p.transform.jq == null || p.transform.jq.isBlank()) {
@@ -593,6 +599,15 @@ final class ConfigConverter {
                 + p.id
                 + "}:'; all its keys then live on one shard), or use mode: sync");
       }
+    }
+    if (ordering != null
+        && ordering.onFailure() == OrderingFailure.BLOCK
+        && deliver.mode() == DeliveryMode.ASYNC) {
+      problem(
+          at + ".ordering.on_failure",
+          "block is for deliver.mode: sync for now; async delivery dead-letters an entry that"
+              + " exhausts deliver.retries and its key's next entry proceeds (on_failure:"
+              + " dead_letter)");
     }
     if (dedup != null && dedup.mode() == DedupMode.REPLAY && deliver.mode() != DeliveryMode.SYNC) {
       problem(
@@ -1267,10 +1282,44 @@ final class ConfigConverter {
             at + ".lock_ttl",
             OrderingSettings.DEFAULT_LOCK_TTL,
             OrderingSettings.MAX_LOCK_TTL);
-    if (problems.size() > before || key == null || mode == null || ttl == null) {
+    String sequence = o.sequence == null ? null : o.sequence.trim();
+    if (sequence != null) {
+      try {
+        dev.idem.key.FieldPath.parse(sequence);
+      } catch (IdemConfigException e) {
+        problem(at + ".sequence", e.getMessage());
+      }
+    }
+    Duration gap =
+        duration(
+            o.gapTimeout,
+            at + ".gap_timeout",
+            OrderingSettings.DEFAULT_GAP_TIMEOUT,
+            OrderingSettings.MAX_GAP_TIMEOUT);
+    if (o.gapTimeout != null && sequence == null) {
+      problem(
+          at + ".gap_timeout", "applies only with ordering.sequence; set sequence or remove it");
+    }
+    int attempts = o.maxAttempts == null ? OrderingSettings.DEFAULT_MAX_ATTEMPTS : o.maxAttempts;
+    if (attempts < 1 || attempts > OrderingSettings.MAX_MAX_ATTEMPTS) {
+      problem(
+          at + ".max_attempts",
+          "must be from 1 to " + OrderingSettings.MAX_MAX_ATTEMPTS + ", got " + attempts);
+    }
+    OrderingFailure onFailure =
+        enumValue(
+            o.onFailure, OrderingFailure.values(), at + ".on_failure", OrderingFailure.DEAD_LETTER);
+    if (problems.size() > before
+        || key == null
+        || mode == null
+        || ttl == null
+        || gap == null
+        || onFailure == null) {
       return null;
     }
-    return orNull(() -> new OrderingSettings(key, mode, ttl), at + ".lock_ttl");
+    return orNull(
+        () -> new OrderingSettings(key, mode, ttl, sequence, gap, attempts, onFailure),
+        at + ".lock_ttl");
   }
 
   private @Nullable DeliverSettings deliver(DeliverProperties d, String at) {

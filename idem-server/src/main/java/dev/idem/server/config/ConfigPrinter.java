@@ -205,6 +205,12 @@ public final class ConfigPrinter {
       om.put("key", o.key().composite() ? o.key().expressions() : o.key().expressions().get(0));
       om.put("mode", o.mode().configName());
       om.put("lock_ttl", Durations.format(o.lockTtl()));
+      if (o.sequence() != null) {
+        om.put("sequence", o.sequence());
+        om.put("gap_timeout", Durations.format(o.gapTimeout()));
+      }
+      om.put("max_attempts", o.maxAttempts());
+      om.put("on_failure", o.onFailure().configName());
       m.put("ordering", om);
     }
     if (p.jq() != null) {

@@ -441,6 +441,18 @@ public final class IdemProperties {
 
     /** {@code lock_ttl}. */
     public @Nullable String lockTtl;
+
+    /** {@code sequence}: the field path of the event's sequence number. */
+    public @Nullable String sequence;
+
+    /** {@code gap_timeout}. */
+    public @Nullable String gapTimeout;
+
+    /** {@code max_attempts}. */
+    public @Nullable Integer maxAttempts;
+
+    /** {@code on_failure}. */
+    public @Nullable String onFailure;
   }
 
   /** {@code transform}. */

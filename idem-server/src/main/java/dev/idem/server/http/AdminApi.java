@@ -19,6 +19,7 @@ import dev.idem.server.metrics.RecentDecisions;
 import dev.idem.server.pipeline.Answer;
 import dev.idem.server.pipeline.EventKeys;
 import dev.idem.server.pipeline.Pipeline;
+import dev.idem.server.pipeline.PoisonKeys;
 import dev.idem.server.tenant.TenantKeys;
 import dev.idem.server.tenant.TenantScopedStore;
 import dev.idem.spi.DeadLetter;
@@ -68,6 +69,10 @@ import org.slf4j.LoggerFactory;
  *       /admin/pipelines/{id}/dead-letters}: purge all of the pipeline's;
  *   <li>{@code POST /admin/pipelines/{id}/dead-letters/{n}/requeue}: deliver it again through the
  *       outbox, with the same {@code Idempotency-Key}; the key stays committed (dedup is bypassed);
+ *   <li>{@code GET /admin/pipelines/{id}/blocked-keys}: ordering keys with a failing (poison)
+ *       event, in backoff or blocked; {@code POST /admin/pipelines/{id}/blocked-keys/{key}/skip}
+ *       gives the event up (its key committed) and lets the key move on, {@code .../retry} starts
+ *       its attempts again;
  *   <li>{@code POST /admin/pipelines/{id}/keys/{key}/redeliver}: requeue the dead letter of a
  *       committed key, where the pipeline still keeps its event;
  *   <li>{@code POST /admin/pipelines/{id}/explain} with {@code {"body": "...", "headers": {...},
@@ -284,6 +289,16 @@ public final class AdminApi implements AutoCloseable {
             return method.equals("POST") ? requeue(p, id) : notAllowed("POST");
           }
         }
+        if (what.equals("blocked-keys") && segments.size() == 3) {
+          return method.equals("GET") ? blockedKeys(p) : notAllowed("GET");
+        }
+        if (what.equals("blocked-keys")
+            && segments.size() == 5
+            && (segments.get(4).equals("skip") || segments.get(4).equals("retry"))) {
+          return method.equals("POST")
+              ? unblock(p, segments.get(3), segments.get(4).equals("skip"))
+              : notAllowed("POST");
+        }
         if (what.equals("explain") && segments.size() == 3) {
           return method.equals("POST") ? explain(p, body) : notAllowed("POST");
         }
@@ -306,7 +321,9 @@ public final class AdminApi implements AutoCloseable {
               + " GET|DELETE /admin/pipelines/{id}/dead-letters[/{n}], POST"
               + " /admin/pipelines/{id}/dead-letters/{n}/requeue, GET"
               + " /admin/pipelines/{id}/outbox, POST /admin/pipelines/{id}/explain, GET"
-              + " /admin/pipelines/{id}/decisions, GET /admin/pipelines/{id}/series)");
+              + " /admin/pipelines/{id}/decisions, GET /admin/pipelines/{id}/series, GET"
+              + " /admin/pipelines/{id}/blocked-keys, POST"
+              + " /admin/pipelines/{id}/blocked-keys/{key}/skip|retry)");
     } catch (StoreUnavailableException e) {
       return Answer.error(
           503,
@@ -701,6 +718,87 @@ public final class AdminApi implements AutoCloseable {
     }
     ObjectNode n = deadLetterJson(dl.get());
     n.put("pipeline", p.id());
+    return json(200, n);
+  }
+
+  private static Answer noPoisonKeys(Pipeline p) {
+    return Answer.error(
+        409,
+        "no_poison_keys",
+        "pipeline '"
+            + p.id()
+            + "' has no ordering key with sync delivery and a dedup step, so it blocks no keys"
+            + " (async delivery dead-letters failing entries: see /dead-letters)");
+  }
+
+  private static ObjectNode poisonJson(PoisonKeys.State s) {
+    ObjectNode n = JSON.createObjectNode();
+    n.put("ordering_key", s.orderingKey());
+    n.put("event_digest", s.eventKey());
+    n.put("attempts", s.attempts());
+    n.put("blocked", s.blocked());
+    n.put("next_attempt_at", iso(s.nextAttemptMillis()));
+    return n;
+  }
+
+  private Answer blockedKeys(Pipeline p) {
+    PoisonKeys poison = p.poisonKeys();
+    if (poison == null) {
+      return noPoisonKeys(p);
+    }
+    ObjectNode root = JSON.createObjectNode();
+    root.put("pipeline", p.id());
+    ArrayNode list = root.putArray("blocked_keys");
+    for (PoisonKeys.State s : poison.list()) {
+      list.add(poisonJson(s));
+    }
+    root.put(
+        "note",
+        "the ordering keys whose failures this instance saw; skip and retry work on any instance");
+    return json(200, root);
+  }
+
+  private Answer unblock(Pipeline p, String orderingKey, boolean skip) {
+    PoisonKeys poison = p.poisonKeys();
+    Deduplicator dedup = p.dedup();
+    if (poison == null || dedup == null) {
+      return noPoisonKeys(p);
+    }
+    if (!orderingKey.matches("[0-9a-f]{64}")) {
+      return Answer.error(
+          400,
+          "bad_key",
+          "'"
+              + orderingKey
+              + "' is not an ordering key digest; GET /admin/pipelines/"
+              + p.id()
+              + "/blocked-keys gives each one's ordering_key (64 hex digits, also in the log)");
+    }
+    PoisonKeys.State s = skip ? poison.skip(orderingKey, dedup) : poison.retry(orderingKey);
+    if (s == null) {
+      return Answer.error(
+          404,
+          "not_blocked",
+          "ordering key " + orderingKey + " of pipeline '" + p.id() + "' has no failing event");
+    }
+    LOG.info(
+        "admin {} pipeline={} ordering_key={} key={} attempts={} by token={}",
+        skip ? "skip" : "retry",
+        p.id(),
+        orderingKey,
+        s.eventKey(),
+        s.attempts(),
+        tokenId);
+    ObjectNode n = poisonJson(s);
+    n.put("pipeline", p.id());
+    n.put(skip ? "skipped" : "retried", true);
+    n.put(
+        "note",
+        skip
+            ? "the failing event's key is committed (its resends are duplicates, it is not"
+                + " delivered) and the ordering key's later events proceed"
+            : "the failing event's attempts start again: its sender's next resend is processed;"
+                + " later events of the key still wait behind it");
     return json(200, n);
   }
 

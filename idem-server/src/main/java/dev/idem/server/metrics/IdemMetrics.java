@@ -252,6 +252,8 @@ public final class IdemMetrics {
     private final Timer reserveLatency;
     private final Counter storeUnavailable;
     private final Counter evictedBeforeTtl;
+    private final Counter stale;
+    private final Counter gapReleased;
     private final AtomicReferenceArray<Counter> statuses = new AtomicReferenceArray<>(600);
     private final TimeSource time;
     private final RecentDecisions recent = new RecentDecisions(RecentDecisions.DEFAULT_CAPACITY);
@@ -303,6 +305,26 @@ public final class IdemMetrics {
               .description("Committed keys evicted by max_keys while their window still ran")
               .tag("pipeline", pipeline)
               .register(registry);
+      stale =
+          Counter.builder("idem_ordering_stale")
+              .description("Events dropped as stale by sequence mode (older than their key's last)")
+              .tag("pipeline", pipeline)
+              .register(registry);
+      gapReleased =
+          Counter.builder("idem_ordering_gap_released")
+              .description("Early events processed after gap_timeout without their gap filled")
+              .tag("pipeline", pipeline)
+              .register(registry);
+    }
+
+    /** Counts an event dropped as stale by sequence mode. */
+    public void stale() {
+      stale.increment();
+    }
+
+    /** Counts an early event processed after gap_timeout with its gap still open. */
+    public void gapReleased() {
+      gapReleased.increment();
     }
 
     /**

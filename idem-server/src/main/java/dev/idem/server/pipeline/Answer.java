@@ -22,6 +22,15 @@ public record Answer(int status, String contentType, Map<String, String> headers
   private static final byte[] DUPLICATE_BODY =
       "{\"accepted\":true,\"duplicate\":true}".getBytes(StandardCharsets.US_ASCII);
 
+  private static final byte[] STALE_BODY =
+      "{\"accepted\":true,\"duplicate\":true,\"stale\":true}".getBytes(StandardCharsets.US_ASCII);
+
+  /**
+   * {@code 200 {"accepted":true,"duplicate":true,"stale":true}}: sequence mode dropped an event
+   * older than its ordering key's last one; like a duplicate, the sender must stop retrying.
+   */
+  public static final Answer STALE = new Answer(200, JSON, Map.of(), STALE_BODY);
+
   /** {@code 202 {"accepted":true,"duplicate":false}}: the event is new and was accepted. */
   public static final Answer ACCEPTED = new Answer(202, JSON, Map.of(), ACCEPTED_BODY);
 

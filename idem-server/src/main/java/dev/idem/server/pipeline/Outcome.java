@@ -14,6 +14,9 @@ import org.jspecify.annotations.Nullable;
  * <ul>
  *   <li>{@link Accepted}: the event was new and is done (delivered, or written to the outbox);
  *   <li>{@link Duplicate}: the key was already committed; the event is done;
+ *   <li>{@link Stale}: sequence mode: the event is older than (or as old as) the last one its
+ *       ordering key processed; it was dropped and its key committed, so it is done like a
+ *       duplicate;
  *   <li>{@link InFlight}: another worker holds the key now; try again later;
  *   <li>{@link Conflict}: the key was used with a different payload (replay mode);
  *   <li>{@link Rejected}: the event is bad (no key, bad JSON, bad signature, refused caller) and
@@ -30,10 +33,10 @@ public sealed interface Outcome {
    * Whether the event is done for good (accepted or a duplicate): a broker source may acknowledge
    * it.
    *
-   * @return true for {@link Accepted} and {@link Duplicate}
+   * @return true for {@link Accepted}, {@link Duplicate} and {@link Stale}
    */
   default boolean settled() {
-    return this instanceof Accepted || this instanceof Duplicate;
+    return this instanceof Accepted || this instanceof Duplicate || this instanceof Stale;
   }
 
   /**
@@ -60,6 +63,21 @@ public sealed interface Outcome {
   record Duplicate(DedupKey key, byte @Nullable [] result) implements Outcome {
     /** Validates the fields. */
     public Duplicate {
+      Objects.requireNonNull(key, "key");
+    }
+  }
+
+  /**
+   * Sequence mode: the event's sequence is not newer than the last one processed for its ordering
+   * key, so it was dropped (nothing delivered) and its key committed.
+   *
+   * @param key the event's key
+   * @param sequence the event's sequence
+   * @param last the last sequence processed for its ordering key
+   */
+  record Stale(DedupKey key, long sequence, long last) implements Outcome {
+    /** Validates the fields. */
+    public Stale {
       Objects.requireNonNull(key, "key");
     }
   }

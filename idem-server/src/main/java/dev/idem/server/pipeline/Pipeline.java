@@ -91,6 +91,8 @@ public final class Pipeline {
   private final @Nullable OutboxStore outbox;
   private final @Nullable Function<byte[], Fingerprint> fingerprints;
   private final @Nullable OrderingStep ordering;
+  private final @Nullable SequenceGuard sequences;
+  private final @Nullable PoisonKeys poison;
   private final @Nullable Transform transform;
   private final Deliverer deliverer;
   private final @Nullable Function<Delivery, byte[]> outboxEncoder;
@@ -110,6 +112,8 @@ public final class Pipeline {
     this.outbox = b.outbox;
     this.fingerprints = b.fingerprints;
     this.ordering = b.ordering;
+    this.sequences = b.sequences;
+    this.poison = b.poison;
     this.transform = b.transform;
     this.deliverer = Objects.requireNonNull(b.deliverer, "deliverer");
     this.outboxEncoder = b.outboxEncoder;
@@ -182,6 +186,15 @@ public final class Pipeline {
    */
   public @Nullable OutboxStore outbox() {
     return outbox;
+  }
+
+  /**
+   * Returns the pipeline's poison-key guard (sync delivery with an ordering key).
+   *
+   * @return the guard, or null if the pipeline has none
+   */
+  public @Nullable PoisonKeys poisonKeys() {
+    return poison;
   }
 
   /**
@@ -437,25 +450,78 @@ public final class Pipeline {
   /** Orders, transforms and delivers (or enqueues); returns the settled outcome. */
   private Outcome run(InboundRequest event, DedupKey key, @Nullable Reservation r) {
     OrderingStep.Turn turn = null;
+    long sequence = SequenceGuard.NONE;
+    PoisonKeys.State poisoned = null;
     try {
+      SequenceGuard seq = sequences;
+      if (seq != null) {
+        try {
+          sequence = seq.sequenceOf(event.body());
+        } catch (KeyDerivationException e) {
+          return settle(
+              r,
+              key,
+              Step.release("its sequence is bad", badInput("invalid_sequence", e.getMessage())));
+        }
+      }
       if (ordering != null) {
         turn = ordering.enter(event);
+        if (turn != null && seq != null) {
+          long deadline = time.monotonicNanos() + seq.gapTimeout().toNanos();
+          while (true) {
+            long last = seq.last(turn.key());
+            if (last != SequenceGuard.NONE && sequence <= last) {
+              return stale(r, key, turn.key(), sequence, last);
+            }
+            if (last == SequenceGuard.NONE || sequence - 1 <= last) {
+              break; // the key's first event, or the next one
+            }
+            if (time.monotonicNanos() - deadline >= 0) {
+              gapReleased(key, turn.key(), sequence, last);
+              break;
+            }
+            // Early: wait for the gap without the key's turn, so the events filling it can pass.
+            String orderingKey = turn.key();
+            turn.close();
+            turn = null;
+            seq.awaitGap(orderingKey, sequence, deadline);
+            turn = ordering.enter(event);
+            if (turn == null) {
+              break;
+            }
+          }
+        }
+      }
+      if (turn != null && poison != null) {
+        poisoned = poison.state(turn.key());
+        Outcome.Unavailable wait = poison.check(poisoned, key);
+        if (wait != null) {
+          return settle(r, key, Step.release("its ordering key is failing or blocked", wait));
+        }
       }
       List<byte[]> outputs =
           transform == null ? List.of(event.body()) : transform.apply(event.body());
       String orderingKey = turn == null ? null : turn.key();
       if (outputs.isEmpty()) {
-        return settle(r, key, Step.dropped());
+        return poisonAfter(
+            turn, poisoned, sequenced(seq, turn, sequence, settle(r, key, Step.dropped())));
       }
       String fence = turn == null ? null : turn.fence();
       Map<String, String> headers =
           fence == null ? JSON_HEADERS : Map.of("Content-Type", "application/json", FENCE, fence);
-      return settle(
-          r,
-          key,
-          async
-              ? enqueue(key, orderingKey, outputs)
-              : deliverNow(key, r, orderingKey, outputs, headers));
+      return poisonAfter(
+          turn,
+          poisoned,
+          sequenced(
+              seq,
+              turn,
+              sequence,
+              settle(
+                  r,
+                  key,
+                  async
+                      ? enqueue(key, orderingKey, outputs)
+                      : deliverNow(key, r, orderingKey, outputs, headers))));
     } catch (OrderingBusyException e) {
       LOG.warn("pipeline={} key={} not processed: {}", id, key.toHex(), e.getMessage());
       return settle(
@@ -472,18 +538,21 @@ public final class Pipeline {
     } catch (TransformException e) {
       // The jq program and its error are the operator's business, not the sender's.
       LOG.warn("pipeline={} key={} transform failed: {}", id, key.toHex(), e.getMessage());
-      return settle(
-          r,
-          key,
-          Step.release(
-              "the transform failed",
-              new Outcome.Failed(
-                  key,
-                  Outcome.Failure.TRANSFORM,
-                  "transform_failed",
-                  "the pipeline's transform failed on this event; nothing was delivered and the"
-                      + " key was released, so a retry is processed again (the service's log says"
-                      + " why)")));
+      return poisonAfter(
+          turn,
+          poisoned,
+          settle(
+              r,
+              key,
+              Step.release(
+                  "the transform failed",
+                  new Outcome.Failed(
+                      key,
+                      Outcome.Failure.TRANSFORM,
+                      "transform_failed",
+                      "the pipeline's transform failed on this event; nothing was delivered and the"
+                          + " key was released, so a retry is processed again (the service's log says"
+                          + " why)"))));
     } catch (StoreUnavailableException e) {
       return settle(r, key, Step.release("the store is unavailable", storeUnavailable(e, key)));
     } catch (RuntimeException e) {
@@ -503,6 +572,92 @@ public final class Pipeline {
         turn.close();
       }
     }
+  }
+
+  /**
+   * Sequence mode: after an event of an ordering key was processed (accepted: delivered, enqueued
+   * or dropped by the transform), records its sequence as the key's last, still holding the turn.
+   */
+  private Outcome sequenced(
+      @Nullable SequenceGuard seq, OrderingStep.@Nullable Turn turn, long sequence, Outcome o) {
+    if (seq != null && turn != null && o instanceof Outcome.Accepted) {
+      try {
+        seq.record(turn.key(), sequence);
+      } catch (StoreUnavailableException e) {
+        LOG.warn(
+            "pipeline={} ordering key={} processed sequence {} but could not record it ({}); a"
+                + " resend of an older one may pass",
+            id,
+            turn.key(),
+            sequence,
+            e.getMessage());
+      }
+    }
+    return o;
+  }
+
+  /**
+   * Poison keys (sync): a failure of an ordered event counts an attempt against its ordering key; a
+   * success of the event that was failing lets the key move on.
+   */
+  private Outcome poisonAfter(
+      OrderingStep.@Nullable Turn turn, PoisonKeys.@Nullable State before, Outcome o) {
+    PoisonKeys p = poison;
+    if (p == null || turn == null) {
+      return o;
+    }
+    try {
+      if (o instanceof Outcome.Failed f && f.kind() != Outcome.Failure.INTERNAL) {
+        return p.failed(turn.key(), before, f);
+      }
+      if (o instanceof Outcome.Accepted && before != null) {
+        p.succeeded(turn.key());
+      }
+    } catch (StoreUnavailableException e) {
+      LOG.warn(
+          "pipeline={} ordering key={} could not record the event's attempt: {}",
+          id,
+          turn.key(),
+          e.getMessage());
+    }
+    return o;
+  }
+
+  /** Sequence mode: drops a stale event, committing its key like a duplicate's. */
+  private Outcome stale(
+      @Nullable Reservation r, DedupKey key, String orderingKey, long sequence, long last) {
+    if (meters != null) {
+      meters.stale();
+    }
+    LogFields.decision(
+        id,
+        key.toHex(),
+        "stale",
+        () ->
+            LOG.info(
+                "pipeline={} key={} ordering key={} dropped as stale: sequence {} is not newer than"
+                    + " the last processed {}",
+                id,
+                key.toHex(),
+                orderingKey,
+                sequence,
+                last));
+    return settle(r, key, new Step.Commit(null, new Outcome.Stale(key, sequence, last)));
+  }
+
+  private void gapReleased(DedupKey key, String orderingKey, long sequence, long last) {
+    if (meters != null) {
+      meters.gapReleased();
+    }
+    LOG.warn(
+        "pipeline={} key={} ordering key={} sequence {} waited ordering.gap_timeout for {} to"
+            + " {}; processing it without them",
+        id,
+        key.toHex(),
+        orderingKey,
+        sequence,
+        last + 1,
+        sequence - 1);
   }
 
   /** Delivers every output now; says how to settle. */
@@ -811,6 +966,8 @@ public final class Pipeline {
     private @Nullable OutboxStore outbox;
     private @Nullable Function<byte[], Fingerprint> fingerprints;
     private @Nullable OrderingStep ordering;
+    private @Nullable SequenceGuard sequences;
+    private @Nullable PoisonKeys poison;
     private @Nullable Transform transform;
     private @Nullable Deliverer deliverer;
     private @Nullable Function<Delivery, byte[]> outboxEncoder;
@@ -870,6 +1027,28 @@ public final class Pipeline {
      */
     public Builder ordering(@Nullable OrderingStep ordering) {
       this.ordering = ordering;
+      return this;
+    }
+
+    /**
+     * Sets sequence mode ({@code ordering.sequence}): stale events dropped, early ones held.
+     *
+     * @param sequences the guard, or null for none; needs an ordering step
+     * @return this builder
+     */
+    public Builder sequences(@Nullable SequenceGuard sequences) {
+      this.sequences = sequences;
+      return this;
+    }
+
+    /**
+     * Sets poison-key handling (sync delivery with an ordering key).
+     *
+     * @param poison the guard, or null for none; needs an ordering step
+     * @return this builder
+     */
+    public Builder poison(@Nullable PoisonKeys poison) {
+      this.poison = poison;
       return this;
     }
 

@@ -13,6 +13,8 @@ import java.util.Map;
  *       own answer, which is stored for duplicates;
  *   <li>duplicate: {@code 200 {"accepted":true,"duplicate":true}}, or in replay mode the stored
  *       answer with {@code Idempotent-Replayed: true};
+ *   <li>stale (sequence mode: older than the ordering key's last processed event): {@code 200
+ *       {"accepted":true,"duplicate":true,"stale":true}}, answered like a duplicate;
  *   <li>in flight: {@code 409 in_flight} with {@code Retry-After}; replay conflict: {@code 422
  *       key_reused};
  *   <li>bad input (no key, bad JSON, duplicate field names, nesting too deep): {@code 400}; bad
@@ -47,6 +49,9 @@ public final class WebhookAnswers {
         return (r == null ? Answer.ACCEPTED : reply(r)).withHeader("Idempotent-Replayed", "true");
       }
       return Answer.DUPLICATE;
+    }
+    if (outcome instanceof Outcome.Stale) {
+      return Answer.STALE;
     }
     if (outcome instanceof Outcome.InFlight f) {
       return Answer.error(
