@@ -23,6 +23,11 @@ abstract class AbstractJdbcContractTest extends DedupStoreContract {
 
   abstract TestDb db();
 
+  /** The key layout under test; the standard one unless a subclass says otherwise. */
+  JdbcLayout layout() {
+    return JdbcLayout.STANDARD;
+  }
+
   private String url() {
     if (url == null) {
       url = db().url();
@@ -34,6 +39,7 @@ abstract class AbstractJdbcContractTest extends DedupStoreContract {
     JdbcDedupStore store =
         JdbcDedupStore.builder(url())
             .tablePrefix(prefix)
+            .layout(layout())
             .timeSource(time)
             .sweepInterval(Duration.ofMinutes(1))
             .poolSize(8)
