@@ -2062,6 +2062,7 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
                 : JdbcUrls.redact(url) + " (" + fallbackDescription + ") [" + tablePrefix + "*]";
         Statements sql = new Statements(dialect, tablePrefix, layout);
         if (createSchema) {
+          Schema.checkLayout(c, sql, description);
           Schema.create(c, dialect, sql);
         }
         Schema.verify(c, sql, description);

@@ -45,12 +45,16 @@ final class Partitions {
    * @param deadlineMillis the deadline about to be written
    */
   void ensureFor(long nowMillis, long deadlineMillis) {
-    long day = PartitionedSql.dayOf(deadlineMillis);
-    if (day == Long.MIN_VALUE) {
+    if (PartitionedSql.dayOf(deadlineMillis) == Long.MIN_VALUE) {
       return; // the never partition comes with the schema
     }
     horizon.accumulateAndGet(Math.max(0, deadlineMillis - nowMillis), Math::max);
-    if (known.contains(day)) {
+    ensureDay(deadlineMillis);
+  }
+
+  private void ensureDay(long deadlineMillis) {
+    long day = PartitionedSql.dayOf(deadlineMillis);
+    if (day == Long.MIN_VALUE || known.contains(day)) {
       return;
     }
     exec.write("createPartition", c -> create(c, day));
@@ -101,7 +105,7 @@ final class Partitions {
   void createAhead(long nowMillis) {
     long h = horizon.get();
     if (h > 0) {
-      ensureFor(nowMillis, saturatedAdd(nowMillis, h + PartitionedSql.DAY_MILLIS));
+      ensureDay(saturatedAdd(nowMillis, h + PartitionedSql.DAY_MILLIS));
     }
   }
 

@@ -216,7 +216,7 @@ final class Schema {
    * PostgreSQL: refuses a keys table of the other layout (a partitioned one for the standard layout
    * and a plain one for the partitioned layout), which would otherwise fail with a missing column.
    */
-  private static void checkLayout(Connection c, Statements sql, String store) throws SQLException {
+  static void checkLayout(Connection c, Statements sql, String store) throws SQLException {
     if (!c.getMetaData()
         .getDatabaseProductName()
         .toLowerCase(java.util.Locale.ROOT)
