@@ -275,7 +275,7 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
             throw new StoreException(
                 "reserve of " + r.key() + " on " + description + " would take over a live key");
           }
-          Objects.requireNonNull(partitions).ensureFor(r.nowMillis(), next.deadlineMillis());
+          Objects.requireNonNull(partitions).ensureFor(c, r.nowMillis(), next.deadlineMillis());
           try (PreparedStatement ps = c.prepareStatement(sql.slide)) {
             ps.setLong(1, next.deadlineMillis());
             ps.setString(2, r.scope().toString());
@@ -592,7 +592,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   }
 
   private SettleResult commitOne(Connection c, CommitRequest r) throws SQLException {
-    ensurePartition(r);
+    if (partitions != null) {
+      partitions.ensureFor(c, r.nowMillis(), r.ttl().expiresAt(r.nowMillis()));
+    }
     try (PreparedStatement ps = c.prepareStatement(sql.commit)) {
       bindCommit(ps, r);
       if (ps.executeUpdate() == 1) {

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The day partitions of the partitioned layout's committed keys: creates a day's partition before
@@ -45,19 +46,35 @@ final class Partitions {
    * @param deadlineMillis the deadline about to be written
    */
   void ensureFor(long nowMillis, long deadlineMillis) {
+    try {
+      ensureFor(null, nowMillis, deadlineMillis);
+    } catch (SQLException e) {
+      throw new IllegalStateException("unreachable: no connection given", e);
+    }
+  }
+
+  /**
+   * Like {@link #ensureFor(long, long)} on a connection the caller holds in autocommit mode (null:
+   * borrow one), so that a caller holding a pooled connection never waits for a second one.
+   */
+  void ensureFor(@Nullable Connection c, long nowMillis, long deadlineMillis) throws SQLException {
     if (PartitionedSql.dayOf(deadlineMillis) == Long.MIN_VALUE) {
       return; // the never partition comes with the schema
     }
     horizon.accumulateAndGet(Math.max(0, deadlineMillis - nowMillis), Math::max);
-    ensureDay(deadlineMillis);
+    ensureDay(c, deadlineMillis);
   }
 
-  private void ensureDay(long deadlineMillis) {
+  private void ensureDay(@Nullable Connection c, long deadlineMillis) throws SQLException {
     long day = PartitionedSql.dayOf(deadlineMillis);
     if (day == Long.MIN_VALUE || known.contains(day)) {
       return;
     }
-    exec.write("createPartition", c -> create(c, day));
+    if (c == null) {
+      exec.write("createPartition", conn -> create(conn, day));
+    } else {
+      create(c, day);
+    }
   }
 
   private Void create(Connection c, long day) throws SQLException {
@@ -105,7 +122,11 @@ final class Partitions {
   void createAhead(long nowMillis) {
     long h = horizon.get();
     if (h > 0) {
-      ensureDay(saturatedAdd(nowMillis, h + PartitionedSql.DAY_MILLIS));
+      try {
+        ensureDay(null, saturatedAdd(nowMillis, h + PartitionedSql.DAY_MILLIS));
+      } catch (SQLException e) {
+        throw new IllegalStateException("unreachable: no connection given", e);
+      }
     }
   }
 
