@@ -29,7 +29,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * into day partitions). Both are filled with the same number of new random keys through the store
  * (reserve, then commit, 24 h fixed TTL), in alternating rounds so that both see the same machine
  * load; then the tables' sizes (heap and indexes, {@code pg_total_relation_size}) are read as
- * written, after {@code VACUUM} and after {@code VACUUM FULL}.
+ * written, after {@code VACUUM} and after {@code VACUUM FULL}; last, one {@code sweepExpired} with
+ * the clock three days on (every key expired) per layout, timed: row-by-row deletes against dropped
+ * partitions.
  *
  * <pre>
  * java -cp idem-benchmarks/target/benchmarks.jar dev.idem.benchmarks.JdbcLayoutComparison \
@@ -131,6 +133,27 @@ public final class JdbcLayoutComparison {
       st.execute("VACUUM FULL " + prefix(JdbcLayout.PARTITIONED) + "keys_inflight");
       report(st, "after VACUUM FULL");
     }
+    // The sweep's cost: every key expired (the clock 3 days on), one sweepExpired per layout.
+    long later = System.currentTimeMillis() + Duration.ofDays(3).toMillis();
+    for (int l = 0; l < 2; l++) {
+      try (JdbcDedupStore s =
+          JdbcDedupStore.builder(url)
+              .tablePrefix(prefix(layouts[l]))
+              .layout(layouts[l])
+              .poolSize(2)
+              .sweepInterval(Duration.ZERO)
+              .timeout(Duration.ofMinutes(10))
+              .build()) {
+        long t0 = System.nanoTime();
+        long removed = s.sweepExpired(later);
+        System.out.printf(
+            Locale.ROOT,
+            "%-12s sweepExpired of every key: %,d removed in %,.0f ms%n",
+            layouts[l],
+            removed,
+            (System.nanoTime() - t0) / 1e6);
+      }
+    }
   }
 
   private static String prefix(JdbcLayout layout) {
@@ -162,7 +185,11 @@ public final class JdbcLayoutComparison {
             + " (SELECT coalesce(sum(pg_indexes_size(inhrelid)), 0) FROM pg_inherits"
             + "   WHERE inhparent = 'part_keys'::regclass) + pg_indexes_size('part_keys_inflight'),"
             + " (SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables"
-            + "   WHERE relname LIKE 'part_keys%')";
+            + "   WHERE relname LIKE 'part_keys%'),"
+            + " (SELECT coalesce(sum(pg_relation_size(inhrelid)), 0) FROM pg_inherits"
+            + "   WHERE inhparent = 'part_keys'::regclass),"
+            + " (SELECT coalesce(sum(pg_indexes_size(inhrelid)), 0) FROM pg_inherits"
+            + "   WHERE inhparent = 'part_keys'::regclass)";
     System.out.println(when + ":");
     for (String[] q : new String[][] {{"standard", std}, {"partitioned", part}}) {
       try (ResultSet rs = st.executeQuery(q[1])) {
@@ -179,6 +206,15 @@ public final class JdbcLayoutComparison {
             heap / (double) rows,
             index / (double) rows,
             rs.getLong(4));
+        if (q[0].equals("partitioned")) {
+          System.out.printf(
+              Locale.ROOT,
+              "    of which the committed partitions: %.1f B/key (heap %.1f + hash index %.1f);"
+                  + " the in-flight table the rest%n",
+              (rs.getLong(5) + rs.getLong(6)) / (double) rows,
+              rs.getLong(5) / (double) rows,
+              rs.getLong(6) / (double) rows);
+        }
       }
     }
   }

@@ -20,6 +20,7 @@ import dev.idem.server.deliver.RetryPolicy;
 import dev.idem.server.signature.SignatureScheme;
 import dev.idem.server.signature.SignatureSettings;
 import dev.idem.server.transform.Transforms;
+import dev.idem.store.jdbc.JdbcLayout;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.file.InvalidPathException;
@@ -281,14 +282,14 @@ final class ConfigConverter {
             s.url != null,
             type == StoreType.REDIS || type == StoreType.JDBC,
             at + ".url",
-            "redis and jdbc",
+            "redis or jdbc",
             type);
     ok &=
         onlyFor(
             s.prefix != null,
             type == StoreType.REDIS || type == StoreType.JDBC,
             at + ".prefix",
-            "redis and jdbc",
+            "redis or jdbc",
             type);
     ok &= onlyFor(s.username != null, type == StoreType.JDBC, at + ".username", "jdbc", type);
     ok &= onlyFor(s.password != null, type == StoreType.JDBC, at + ".password", "jdbc", type);
@@ -318,7 +319,13 @@ final class ConfigConverter {
             "rocksdb, memory and jdbc (stores with an outbox)",
             type);
     ok &= onlyFor(s.instanceId != null, type == StoreType.JDBC, at + ".instance_id", "jdbc", type);
-    ok &= onlyFor(s.layout != null, type == StoreType.REDIS, at + ".layout", "redis", type);
+    ok &=
+        onlyFor(
+            s.layout != null,
+            type == StoreType.REDIS || type == StoreType.JDBC,
+            at + ".layout",
+            "redis or jdbc",
+            type);
     ok &=
         onlyFor(
             s.compactShards != null,
@@ -331,6 +338,11 @@ final class ConfigConverter {
             ? enumValue(s.layout, RedisLayout.values(), at + ".layout", RedisLayout.STANDARD)
             : null;
     ok &= type != StoreType.REDIS || layout != null;
+    JdbcLayout jdbcLayout =
+        type == StoreType.JDBC && s.layout != null
+            ? orNull(() -> JdbcLayout.fromName(s.layout), at + ".layout")
+            : null;
+    ok &= type != StoreType.JDBC || s.layout == null || jdbcLayout != null;
     StoreFaults faults = faults(s, at);
     if (!ok || faults == null) {
       return null;
@@ -383,7 +395,8 @@ final class ConfigConverter {
                 faults,
                 s.instanceId,
                 layout,
-                s.compactShards),
+                s.compactShards,
+                jdbcLayout),
         s.maxKeys != null && s.maxKeys < 1
             ? at + ".max_keys"
             : s.instanceId != null

@@ -920,15 +920,23 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
       if (listener != DedupListener.NOOP) {
         exec.read(
             "sweepExpired",
-            c -> {
-              try (Statement st = c.createStatement();
-                  ResultSet rs = st.executeQuery("SELECT scope, dedup_key FROM " + part.name())) {
-                while (rs.next()) {
-                  notifyExpired(rs.getString(1), rs.getBytes(2), false);
-                }
-              }
-              return null;
-            });
+            c ->
+                SqlExecutor.inTransaction(
+                    c,
+                    tx -> {
+                      // A cursor (autocommit off, a fetch size): the partition is read in pages,
+                      // each its own round trip, not as one result held in memory.
+                      try (Statement st = tx.createStatement()) {
+                        st.setFetchSize(sweepBatchSize);
+                        try (ResultSet rs =
+                            st.executeQuery("SELECT scope, dedup_key FROM " + part.name())) {
+                          while (rs.next()) {
+                            notifyExpired(rs.getString(1), rs.getBytes(2), false);
+                          }
+                        }
+                      }
+                      return null;
+                    }));
       }
       if (exec.write("sweepExpired", c -> parts.drop(c, part))) {
         removed += Math.max(0, Math.round(part.rowEstimate()));
