@@ -282,14 +282,14 @@ final class ConfigConverter {
             s.url != null,
             type == StoreType.REDIS || type == StoreType.JDBC,
             at + ".url",
-            "redis or jdbc",
+            "redis and jdbc",
             type);
     ok &=
         onlyFor(
             s.prefix != null,
             type == StoreType.REDIS || type == StoreType.JDBC,
             at + ".prefix",
-            "redis or jdbc",
+            "redis and jdbc",
             type);
     ok &= onlyFor(s.username != null, type == StoreType.JDBC, at + ".username", "jdbc", type);
     ok &= onlyFor(s.password != null, type == StoreType.JDBC, at + ".password", "jdbc", type);
@@ -324,7 +324,7 @@ final class ConfigConverter {
             s.layout != null,
             type == StoreType.REDIS || type == StoreType.JDBC,
             at + ".layout",
-            "redis or jdbc",
+            "redis and jdbc",
             type);
     ok &=
         onlyFor(
