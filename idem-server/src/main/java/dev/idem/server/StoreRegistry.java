@@ -165,6 +165,9 @@ final class StoreRegistry {
                 .timeout(s.faults().timeout())
                 .timeSource(time)
                 .listener(listener);
+        if (s.jdbcLayout() != null) {
+          b.layout(s.jdbcLayout());
+        }
         if (s.username() != null) {
           b.user(s.username());
         }

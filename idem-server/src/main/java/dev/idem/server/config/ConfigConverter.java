@@ -24,6 +24,7 @@ import dev.idem.server.signature.SignatureScheme;
 import dev.idem.server.signature.SignatureSettings;
 import dev.idem.server.tls.ServerTls;
 import dev.idem.server.transform.Transforms;
+import dev.idem.store.jdbc.JdbcLayout;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.file.InvalidPathException;
@@ -374,7 +375,13 @@ final class ConfigConverter {
             "redis",
             type);
     ok &= onlyFor(s.instanceId != null, type == StoreType.JDBC, at + ".instance_id", "jdbc", type);
-    ok &= onlyFor(s.layout != null, type == StoreType.REDIS, at + ".layout", "redis", type);
+    ok &=
+        onlyFor(
+            s.layout != null,
+            type == StoreType.REDIS || type == StoreType.JDBC,
+            at + ".layout",
+            "redis and jdbc",
+            type);
     ok &=
         onlyFor(
             s.compactShards != null,
@@ -387,6 +394,11 @@ final class ConfigConverter {
             ? enumValue(s.layout, RedisLayout.values(), at + ".layout", RedisLayout.STANDARD)
             : null;
     ok &= type != StoreType.REDIS || layout != null;
+    JdbcLayout jdbcLayout =
+        type == StoreType.JDBC && s.layout != null
+            ? orNull(() -> JdbcLayout.fromName(s.layout), at + ".layout")
+            : null;
+    ok &= type != StoreType.JDBC || s.layout == null || jdbcLayout != null;
     StoreFaults faults = faults(s, at);
     if (!ok || faults == null) {
       return null;
@@ -439,7 +451,8 @@ final class ConfigConverter {
                 faults,
                 s.instanceId,
                 layout,
-                s.compactShards),
+                s.compactShards,
+                jdbcLayout),
         s.maxKeys != null && s.maxKeys < 1
             ? at + ".max_keys"
             : s.instanceId != null

@@ -136,7 +136,10 @@ public final class IdemProperties {
     /** {@code instance_id} (jdbc: this instance's stable identity among those sharing tables). */
     public @Nullable String instanceId;
 
-    /** {@code layout} (redis: {@code standard} or {@code compact}). */
+    /**
+     * {@code layout} (redis: {@code standard} or {@code compact}; jdbc: {@code standard} or {@code
+     * partitioned}).
+     */
     public @Nullable String layout;
 
     /** {@code compact_shards} (redis with {@code layout: compact}: shards per expiry bucket). */

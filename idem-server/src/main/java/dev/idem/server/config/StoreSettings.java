@@ -1,7 +1,9 @@
 package dev.idem.server.config;
 
 import dev.idem.IdemConfigException;
+import dev.idem.store.jdbc.JdbcLayout;
 import java.nio.file.Path;
+import java.util.Locale;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
@@ -25,6 +27,8 @@ import org.jspecify.annotations.Nullable;
  *     the standard layout)
  * @param compactShards redis with the compact layout: shards per expiry bucket ({@code
  *     compact_shards}); null: the store's default
+ * @param jdbcLayout jdbc: how keys are laid out ({@code layout}: {@code standard} or {@code
+ *     partitioned}, PostgreSQL only); null for other stores (jdbc: the standard layout)
  */
 public record StoreSettings(
     StoreType type,
@@ -38,7 +42,8 @@ public record StoreSettings(
     StoreFaults faults,
     @Nullable String instanceId,
     @Nullable RedisLayout redisLayout,
-    @Nullable Integer compactShards) {
+    @Nullable Integer compactShards,
+    @Nullable JdbcLayout jdbcLayout) {
 
   /** The default RocksDB directory: {@code ./data}. */
   public static final Path DEFAULT_PATH = Path.of("data");
@@ -98,6 +103,9 @@ public record StoreSettings(
     if (redisLayout != null && type != StoreType.REDIS) {
       throw new IdemConfigException("layout is only for a redis store");
     }
+    if (jdbcLayout != null && type != StoreType.JDBC) {
+      throw new IdemConfigException("a jdbc layout is only for a jdbc store");
+    }
     if (compactShards != null && redisLayout != RedisLayout.COMPACT) {
       throw new IdemConfigException(
           "compact_shards is only for a redis store with layout: compact; add layout: compact or"
@@ -155,6 +163,7 @@ public record StoreSettings(
         StoreFaults.DEFAULTS,
         null,
         null,
+        null,
         null);
   }
 
@@ -201,6 +210,7 @@ public record StoreSettings(
         + (instanceId == null ? "" : ", instanceId=" + instanceId)
         + (redisLayout == null ? "" : ", layout=" + redisLayout.configName())
         + (compactShards == null ? "" : ", compactShards=" + compactShards)
+        + (jdbcLayout == null ? "" : ", layout=" + jdbcLayout.name().toLowerCase(Locale.ROOT))
         + "]";
   }
 }

@@ -76,7 +76,7 @@ class RedisLayoutConfigTest {
 
     assertThat(e.problems())
         .extracting(ConfigProblem::toString)
-        .anySatisfy(p -> assertThat(p).contains("store.layout: is only for a redis store"))
+        .anySatisfy(p -> assertThat(p).contains("store.layout: is only for a redis and jdbc store"))
         .anySatisfy(
             p ->
                 assertThat(p)

@@ -120,6 +120,11 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   private final String bootId = UUID.randomUUID().toString();
   private final AtomicBoolean closed = new AtomicBoolean();
 
+  /** The partitioned layout's statements and partitions; null in the standard layout. */
+  private final @Nullable PartitionedSql psql;
+
+  private final @Nullable Partitions partitions;
+
   private JdbcDedupStore(
       JdbcDialect dialect,
       Statements sql,
@@ -138,6 +143,13 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     this.sweepBatchSize = b.sweepBatchSize;
     this.instanceId = b.instanceId;
     this.exec = new SqlExecutor(dataSource, dialect, description, b.retries, b.timeout);
+    if (sql.layout == JdbcLayout.PARTITIONED) {
+      this.psql = new PartitionedSql(sql);
+      this.partitions = new Partitions(sql, psql, exec);
+    } else {
+      this.psql = null;
+      this.partitions = null;
+    }
     this.healthCheckSeconds = JdbcTimeouts.backstopSeconds(b.timeout);
     if (b.sweepInterval.isZero()) {
       this.sweeper = null;
@@ -193,9 +205,102 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     return exec.write(
         "reserve",
         c ->
-            dialect == JdbcDialect.POSTGRESQL
-                ? reservePostgres(c, request)
-                : reserveLocking(c, request));
+            psql != null
+                ? reservePartitioned(c, request)
+                : dialect == JdbcDialect.POSTGRESQL
+                    ? reservePostgres(c, request)
+                    : reserveLocking(c, request));
+  }
+
+  /**
+   * The partitioned layout's reserve. One transaction inserts the in-flight row if the key has none
+   * and then, on a later snapshot, looks for a live committed row (rolling the insert back if there
+   * is one); a key with an in-flight row is decided under that row's lock. A live committed key's
+   * sliding refresh is one {@code UPDATE} afterwards. See {@link PartitionedSql}.
+   */
+  private ReserveResult reservePartitioned(Connection c, ReserveRequest r) throws SQLException {
+    PartitionedSql p = Objects.requireNonNull(psql);
+    for (int round = 0; round < MAX_RACE_ROUNDS; round++) {
+      Object outcome =
+          SqlExecutor.inTransaction(
+              c,
+              tx -> {
+                boolean inserted;
+                try (PreparedStatement ps = tx.prepareStatement(sql.insertAbsent)) {
+                  bindInsertAbsent(ps, 1, r);
+                  inserted = ps.executeUpdate() == 1;
+                }
+                if (inserted) {
+                  StoredEntry latest = selectLive(tx, p, r.scope(), r.key());
+                  if (latest == null) {
+                    return DedupStateMachine.reserve(null, r).answer();
+                  }
+                  if (latest.isDeadAt(r.nowMillis())) {
+                    // The in-flight row replaces an expired committed one: remove that.
+                    try (PreparedStatement ps = tx.prepareStatement(p.deleteDead)) {
+                      ps.setString(1, r.scope().toString());
+                      ps.setBytes(2, r.key().toBytes());
+                      ps.setLong(3, latest.deadlineMillis());
+                      ps.setLong(4, r.nowMillis());
+                      ps.executeUpdate();
+                    }
+                    return DedupStateMachine.reserve(latest, r).answer();
+                  }
+                  tx.rollback();
+                  return latest;
+                }
+                StoredEntry current = selectEntry(tx, sql.selectForUpdate, r.scope(), r.key());
+                if (current == null) {
+                  return null; // committed, released or forgotten since the insert: again
+                }
+                DedupStateMachine.Transition<ReserveResult> t =
+                    DedupStateMachine.reserve(current, r);
+                if (t.changed()) {
+                  StoredEntry next = Objects.requireNonNull(t.next());
+                  if (next.state() != StoredEntry.State.IN_FLIGHT) {
+                    throw new StoreException(
+                        "reserve of " + r.key() + " on " + description + " would commit a key");
+                  }
+                  writeLocked(tx, r.scope(), r.key(), next);
+                }
+                return t.answer();
+              });
+      if (outcome instanceof ReserveResult answer) {
+        return answer;
+      }
+      if (outcome instanceof StoredEntry live) {
+        DedupStateMachine.Transition<ReserveResult> t = DedupStateMachine.reserve(live, r);
+        if (t.changed()) {
+          StoredEntry next = Objects.requireNonNull(t.next());
+          if (next.state() != StoredEntry.State.COMMITTED) {
+            throw new StoreException(
+                "reserve of " + r.key() + " on " + description + " would take over a live key");
+          }
+          Objects.requireNonNull(partitions).ensureFor(c, r.nowMillis(), next.deadlineMillis());
+          try (PreparedStatement ps = c.prepareStatement(sql.slide)) {
+            ps.setLong(1, next.deadlineMillis());
+            ps.setString(2, r.scope().toString());
+            ps.setBytes(3, r.key().toBytes());
+            ps.setLong(4, live.deadlineMillis());
+            // 0 rows: a concurrent hit slid it first; the key is a duplicate all the same.
+            ps.executeUpdate();
+          }
+        }
+        return t.answer();
+      }
+    }
+    throw raceLost(r);
+  }
+
+  private @Nullable StoredEntry selectLive(
+      Connection c, PartitionedSql p, Scope scope, DedupKey key) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(p.selectLive)) {
+      ps.setString(1, scope.toString());
+      ps.setBytes(2, key.toBytes());
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? readEntry(rs, 1) : null;
+      }
+    }
   }
 
   private ReserveResult reservePostgres(Connection c, ReserveRequest r) throws SQLException {
@@ -352,6 +457,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   @Override
   public List<ReserveResult> reserveAll(List<ReserveRequest> requests) {
     ensureOpen();
+    if (psql != null) {
+      return DedupStore.super.reserveAll(requests);
+    }
     int n = requests.size();
     if (n <= 1) {
       return n == 0 ? List.of() : List.of(reserve(requests.get(0)));
@@ -485,6 +593,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   }
 
   private SettleResult commitOne(Connection c, CommitRequest r) throws SQLException {
+    if (partitions != null) {
+      partitions.ensureFor(c, r.nowMillis(), r.ttl().expiresAt(r.nowMillis()));
+    }
     try (PreparedStatement ps = c.prepareStatement(sql.commit)) {
       bindCommit(ps, r);
       if (ps.executeUpdate() == 1) {
@@ -492,6 +603,13 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
       }
     }
     return committedWith(c, r) ? SettleResult.APPLIED : SettleResult.STALE;
+  }
+
+  /** Partitioned layout: creates the partition of the commit's deadline if it is missing. */
+  private void ensurePartition(CommitRequest r) {
+    if (partitions != null) {
+      partitions.ensureFor(r.nowMillis(), r.ttl().expiresAt(r.nowMillis()));
+    }
   }
 
   private static void bindCommit(PreparedStatement ps, CommitRequest r) throws SQLException {
@@ -528,6 +646,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
       return List.of();
     }
     CommitRequest[] rs = requests.toArray(new CommitRequest[0]);
+    for (CommitRequest r : rs) {
+      ensurePartition(r);
+    }
     return exec.transaction(
         "commitAll",
         c -> {
@@ -678,7 +799,14 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
           try (PreparedStatement ps = c.prepareStatement(sql.forget)) {
             ps.setString(1, scope.toString());
             ps.setBytes(2, key.toBytes());
-            return ps.executeUpdate() > 0;
+            if (psql == null) {
+              return ps.executeUpdate() > 0;
+            }
+            // Partitioned: the count of removed rows a sweep had not already removed logically.
+            try (ResultSet rs = ps.executeQuery()) {
+              rs.next();
+              return rs.getLong(1) > 0;
+            }
           }
         });
   }
@@ -694,6 +822,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   public long clear(Scope scope) {
     ensureOpen();
     String s = Objects.requireNonNull(scope, "scope").toString();
+    if (psql != null) {
+      return clearPartitioned(s, sql.clearBatch) + clearPartitioned(s, psql.clearCommitted);
+    }
     long total = 0;
     int deleted;
     do {
@@ -716,6 +847,30 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     return total;
   }
 
+  /** Clears one table of the partitioned layout; returns the rows past the sweep mark. */
+  private long clearPartitioned(String scope, String statement) {
+    long total = 0;
+    long[] deleted;
+    do {
+      deleted =
+          exec.write(
+              "clear",
+              c -> {
+                try (PreparedStatement ps = c.prepareStatement(statement)) {
+                  ps.setString(1, scope);
+                  ps.setInt(2, sweepBatchSize);
+                  ps.setString(3, scope);
+                  try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    return new long[] {rs.getLong(1), rs.getLong(2)};
+                  }
+                }
+              });
+      total += deleted[1];
+    } while (deleted[0] >= sweepBatchSize);
+    return total;
+  }
+
   /**
    * {@inheritDoc}
    *
@@ -727,13 +882,68 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   @Override
   public long sweepExpired(long nowMillis) {
     ensureOpen();
+    if (psql != null) {
+      exec.write(
+          "sweepExpired",
+          c -> {
+            try (PreparedStatement ps = c.prepareStatement(psql.markSwept)) {
+              ps.setLong(1, nowMillis);
+              return ps.executeUpdate();
+            }
+          });
+    }
     long total = 0;
     int deleted;
     do {
       deleted = exec.write("sweepExpired", c -> sweepBatch(c, nowMillis));
       total += deleted;
     } while (deleted >= sweepBatchSize && !closed.get());
+    if (partitions != null) {
+      total += dropExpiredPartitions(nowMillis);
+      partitions.createAhead(nowMillis);
+    }
     return total;
+  }
+
+  /**
+   * Partitioned layout: drops every day partition whose day ended at or before {@code now} (all its
+   * rows are dead); with a listener, reads the partition's keys for it first. Returns the planner's
+   * row estimate of the dropped partitions (their exact count would cost a scan).
+   */
+  private long dropExpiredPartitions(long now) {
+    Partitions parts = Objects.requireNonNull(partitions);
+    List<Partitions.Partition> all = exec.read("sweepExpired", parts::list);
+    long removed = 0;
+    for (Partitions.Partition part : all) {
+      if (closed.get() || (part.day() + 1) * PartitionedSql.DAY_MILLIS > now) {
+        break;
+      }
+      if (listener != DedupListener.NOOP) {
+        exec.read(
+            "sweepExpired",
+            c ->
+                SqlExecutor.inTransaction(
+                    c,
+                    tx -> {
+                      // A cursor (autocommit off, a fetch size): the partition is read in pages,
+                      // each its own round trip, not as one result held in memory.
+                      try (Statement st = tx.createStatement()) {
+                        st.setFetchSize(sweepBatchSize);
+                        try (ResultSet rs =
+                            st.executeQuery("SELECT scope, dedup_key FROM " + part.name())) {
+                          while (rs.next()) {
+                            notifyExpired(rs.getString(1), rs.getBytes(2), false);
+                          }
+                        }
+                      }
+                      return null;
+                    }));
+      }
+      if (exec.write("sweepExpired", c -> parts.drop(c, part))) {
+        removed += Math.max(0, Math.round(part.rowEstimate()));
+      }
+    }
+    return removed;
   }
 
   private int sweepBatch(Connection c, long now) throws SQLException {
@@ -847,6 +1057,35 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   }
 
   /**
+   * Returns the DDL of one layout, like {@link #schemaDdl(JdbcDialect, String)}; for {@link
+   * JdbcLayout#PARTITIONED} (PostgreSQL only) the day partitions are not part of it: the store
+   * creates them as commits need them (its login needs the right to create tables for that).
+   *
+   * @param dialect the database
+   * @param tablePrefix the table prefix, e.g. {@code idem_}
+   * @param layout the key layout
+   * @return the statements, in order, without trailing semicolons
+   * @throws IdemConfigException if the prefix is not allowed, or the layout not on this database
+   */
+  public static List<String> schemaDdl(JdbcDialect dialect, String tablePrefix, JdbcLayout layout) {
+    Statements s =
+        new Statements(
+            Objects.requireNonNull(dialect, "dialect"),
+            tablePrefix,
+            Objects.requireNonNull(layout, "layout"));
+    return Schema.script(dialect, s.prefix, layout);
+  }
+
+  /**
+   * Returns the key layout of this store.
+   *
+   * @return the layout
+   */
+  public JdbcLayout layout() {
+    return sql.layout;
+  }
+
+  /**
    * Stops the sweeper and, for a store built from a URL, closes its connection pool. Idempotent;
    * other calls fail with {@link IllegalStateException} afterwards.
    */
@@ -893,6 +1132,7 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     for (OutboxMessage message : copy) {
       checkQueue(message.queue());
     }
+    ensurePartition(commit);
     return exec.transaction(
         "commitAndEnqueue",
         c -> {
@@ -1582,6 +1822,7 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     private DedupListener listener = DedupListener.NOOP;
     private Duration sweepInterval = Duration.ofMinutes(1);
     private int sweepBatchSize = 1000;
+    private JdbcLayout layout = JdbcLayout.STANDARD;
     private int retries = 5;
     private @Nullable String instanceId;
     private boolean poolSettingsGiven;
@@ -1753,6 +1994,20 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     }
 
     /**
+     * Sets how the keys are laid out (default {@link JdbcLayout#STANDARD}). {@link
+     * JdbcLayout#PARTITIONED} is for PostgreSQL: committed keys are written once into partitions by
+     * expiry day, which the sweeper drops whole. A table prefix holds one layout; a store opened on
+     * the other layout's tables refuses them.
+     *
+     * @param layout the layout
+     * @return this builder
+     */
+    public Builder layout(JdbcLayout layout) {
+      this.layout = Objects.requireNonNull(layout, "layout");
+      return this;
+    }
+
+    /**
      * Sets the clock the background sweeper reads. Requests carry their own time. Default the
      * system clock.
      *
@@ -1845,6 +2100,12 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
       }
       String url = Objects.requireNonNull(jdbcUrl);
       JdbcDialect dialect = Objects.requireNonNull(urlDialect);
+      if (layout == JdbcLayout.PARTITIONED && dialect != JdbcDialect.POSTGRESQL) {
+        throw new IdemConfigException(
+            "layout partitioned needs PostgreSQL; "
+                + dialect.productName()
+                + " stores use layout standard");
+      }
       try {
         DriverManager.getDriver(url);
       } catch (SQLException e) {
@@ -1944,8 +2205,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
             owned != null || url.isEmpty()
                 ? what
                 : JdbcUrls.redact(url) + " (" + fallbackDescription + ") [" + tablePrefix + "*]";
-        Statements sql = new Statements(dialect, tablePrefix);
+        Statements sql = new Statements(dialect, tablePrefix, layout);
         if (createSchema) {
+          Schema.checkLayout(c, sql, description);
           Schema.create(c, dialect, sql);
         }
         Schema.verify(c, sql, description);

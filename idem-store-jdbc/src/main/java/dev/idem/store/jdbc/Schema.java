@@ -30,16 +30,50 @@ final class Schema {
    * @return the statements in order
    */
   static List<String> script(JdbcDialect dialect, String prefix) {
-    String text;
-    try (InputStream in = Schema.class.getResourceAsStream(Statements.schemaResource(dialect))) {
-      if (in == null) {
-        throw new IllegalStateException(
-            "the jar lacks " + Statements.schemaResource(dialect) + " next to " + Schema.class);
+    return split(read(Statements.schemaResource(dialect)), prefix);
+  }
+
+  /**
+   * Returns the DDL of a dialect and layout: for {@link JdbcLayout#PARTITIONED} the dialect's
+   * script with its keys table and index replaced by the partitioned layout's keys tables.
+   */
+  static List<String> script(JdbcDialect dialect, String prefix, JdbcLayout layout) {
+    List<String> standard = script(dialect, prefix);
+    if (layout == JdbcLayout.STANDARD) {
+      return standard;
+    }
+    List<String> keys = split(read(PARTITIONED_RESOURCE), prefix);
+    String table = "CREATE TABLE IF NOT EXISTS " + prefix + "keys (";
+    String index = "CREATE INDEX IF NOT EXISTS " + prefix + "keys_deadline ";
+    List<String> out = new ArrayList<>();
+    for (String ddl : standard) {
+      if (ddl.startsWith(table)) {
+        out.addAll(keys);
+      } else if (!ddl.startsWith(index)) {
+        out.add(ddl);
       }
-      text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+    if (out.size() != standard.size() - 2 + keys.size()) {
+      throw new IllegalStateException("the keys table of the standard script was not found");
+    }
+    return out;
+  }
+
+  /** The partitioned layout's keys tables (PostgreSQL). */
+  static final String PARTITIONED_RESOURCE = "schema-postgresql-partitioned.sql";
+
+  private static String read(String resource) {
+    try (InputStream in = Schema.class.getResourceAsStream(resource)) {
+      if (in == null) {
+        throw new IllegalStateException("the jar lacks " + resource + " next to " + Schema.class);
+      }
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  private static List<String> split(String text, String prefix) {
     List<String> statements = new ArrayList<>();
     StringBuilder current = new StringBuilder();
     for (String line : text.split("\n", -1)) {
@@ -71,7 +105,7 @@ final class Schema {
    * H2's CREATE INDEX), so the script, whose every statement is idempotent, is run again.
    */
   static void create(Connection c, JdbcDialect dialect, Statements sql) throws SQLException {
-    List<String> script = script(dialect, sql.prefix);
+    List<String> script = script(dialect, sql.prefix, sql.layout);
     if (dialect == JdbcDialect.POSTGRESQL) {
       SqlExecutor.inTransaction(
           c,
@@ -151,13 +185,16 @@ final class Schema {
               + Statements.SCHEMA_VERSION
               + "): upgrade Idem, or use another table prefix");
     }
-    for (String[] probe :
-        new String[][] {
-          {sql.keys, sql.probeKeys},
-          {sql.outbox, sql.probeOutbox},
-          {sql.deadLetters, sql.probeDeadLetters},
-          {sql.outboxKeys, sql.probeOutboxKeys}
-        }) {
+    checkLayout(c, sql, store);
+    List<String[]> probes = new ArrayList<>();
+    probes.add(new String[] {sql.keys, sql.probeKeys});
+    if (sql.layout == JdbcLayout.PARTITIONED) {
+      probes.add(new String[] {sql.inflight, new PartitionedSql(sql).probeInflight});
+    }
+    probes.add(new String[] {sql.outbox, sql.probeOutbox});
+    probes.add(new String[] {sql.deadLetters, sql.probeDeadLetters});
+    probes.add(new String[] {sql.outboxKeys, sql.probeOutboxKeys});
+    for (String[] probe : probes) {
       try (Statement st = c.createStatement();
           ResultSet rs = st.executeQuery(probe[1])) {
         rs.next();
@@ -173,6 +210,45 @@ final class Schema {
                 + " createSchema(true)",
             e);
       }
+    }
+  }
+
+  /**
+   * PostgreSQL: refuses a keys table of the other layout (a partitioned one for the standard layout
+   * and a plain one for the partitioned layout), which would otherwise fail with a missing column.
+   */
+  static void checkLayout(Connection c, Statements sql, String store) throws SQLException {
+    if (!c.getMetaData()
+        .getDatabaseProductName()
+        .toLowerCase(java.util.Locale.ROOT)
+        .contains("postgres")) {
+      return;
+    }
+    String kind = null;
+    try (PreparedStatement ps =
+        c.prepareStatement("SELECT relkind FROM pg_class WHERE oid = to_regclass(?)")) {
+      ps.setString(1, sql.keys);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          kind = rs.getString(1);
+        }
+      }
+    }
+    if (kind == null) {
+      return; // the probe below says what is missing
+    }
+    boolean partitioned = kind.equals("p");
+    if (partitioned != (sql.layout == JdbcLayout.PARTITIONED)) {
+      throw new StoreException(
+          "table "
+              + sql.keys
+              + " in "
+              + store
+              + " was made by layout "
+              + (partitioned ? "partitioned" : "standard")
+              + ", but this store uses layout "
+              + sql.layout.name().toLowerCase(java.util.Locale.ROOT)
+              + ": use that layout, or another table prefix");
     }
   }
 }

@@ -29,6 +29,15 @@ final class Statements {
   final String outboxKeys;
   final String schemaVersion;
 
+  /** The key layout these statements are for. */
+  final JdbcLayout layout;
+
+  /** Partitioned layout: the in-flight keys ({@code <prefix>keys_inflight}); else unused. */
+  final String inflight;
+
+  /** Partitioned layout: the one-row table of how far sweeps have got; else unused. */
+  final String swept;
+
   // ---- keys -------------------------------------------------------------------------------------
 
   /**
@@ -211,6 +220,10 @@ final class Statements {
   final String probeOutboxKeys;
 
   Statements(JdbcDialect dialect, String prefix) {
+    this(dialect, prefix, JdbcLayout.STANDARD);
+  }
+
+  Statements(JdbcDialect dialect, String prefix, JdbcLayout layout) {
     if (prefix == null || !PREFIX.matcher(prefix).matches()) {
       throw new IdemConfigException(
           "table prefix '"
@@ -224,102 +237,138 @@ final class Statements {
     deadLetters = prefix + "dead_letters";
     outboxKeys = prefix + "outbox_keys";
     schemaVersion = prefix + "schema_version";
+    this.layout = layout;
+    inflight = prefix + "keys_inflight";
+    swept = prefix + "keys_swept";
+    if (layout == JdbcLayout.PARTITIONED && dialect != JdbcDialect.POSTGRESQL) {
+      throw new IdemConfigException(
+          "layout partitioned needs PostgreSQL; "
+              + dialect.productName()
+              + " stores use layout standard");
+    }
+    PartitionedSql p = layout == JdbcLayout.PARTITIONED ? new PartitionedSql(this) : null;
 
     String entryColumns = "state, token, since_ms, deadline_ms, fingerprint, result";
     String limit = dialect == JdbcDialect.H2 ? "FETCH FIRST ? ROWS ONLY" : "LIMIT ?";
 
     reserve = dialect == JdbcDialect.POSTGRESQL ? postgresReserve(keys) : "";
     insertAbsent =
-        switch (dialect) {
-          case POSTGRESQL ->
-              "INSERT INTO "
-                  + keys
-                  + " (scope, dedup_key, state, token, since_ms, deadline_ms, fingerprint)"
-                  + " VALUES (?, ?, 1, ?, ?, ?, ?) ON CONFLICT (scope, dedup_key) DO NOTHING";
-          case MARIADB ->
-              "INSERT IGNORE INTO "
-                  + keys
-                  + " (scope, dedup_key, state, token, since_ms, deadline_ms, fingerprint)"
-                  + " VALUES (?, ?, 1, ?, ?, ?, ?)";
-          case H2 ->
-              "MERGE INTO "
-                  + keys
-                  + " t USING (VALUES (CAST(? AS VARCHAR(129)), CAST(? AS BINARY(32)),"
-                  + " CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT),"
-                  + " CAST(? AS BINARY(32))))"
-                  + " AS s (scope, dedup_key, token, since_ms, deadline_ms, fingerprint)"
-                  + " ON t.scope = s.scope AND t.dedup_key = s.dedup_key"
-                  + " WHEN NOT MATCHED THEN INSERT"
-                  + " (scope, dedup_key, state, token, since_ms, deadline_ms, fingerprint)"
-                  + " VALUES (s.scope, s.dedup_key, 1, s.token, s.since_ms, s.deadline_ms,"
-                  + " s.fingerprint)";
-        };
-    select = "SELECT " + entryColumns + " FROM " + keys + " WHERE scope = ? AND dedup_key = ?";
-    selectForUpdate = select + " FOR UPDATE";
+        p != null
+            ? p.insertAbsent
+            : switch (dialect) {
+              case POSTGRESQL ->
+                  "INSERT INTO "
+                      + keys
+                      + " (scope, dedup_key, state, token, since_ms, deadline_ms, fingerprint)"
+                      + " VALUES (?, ?, 1, ?, ?, ?, ?) ON CONFLICT (scope, dedup_key) DO NOTHING";
+              case MARIADB ->
+                  "INSERT IGNORE INTO "
+                      + keys
+                      + " (scope, dedup_key, state, token, since_ms, deadline_ms, fingerprint)"
+                      + " VALUES (?, ?, 1, ?, ?, ?, ?)";
+              case H2 ->
+                  "MERGE INTO "
+                      + keys
+                      + " t USING (VALUES (CAST(? AS VARCHAR(129)), CAST(? AS BINARY(32)),"
+                      + " CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT),"
+                      + " CAST(? AS BINARY(32))))"
+                      + " AS s (scope, dedup_key, token, since_ms, deadline_ms, fingerprint)"
+                      + " ON t.scope = s.scope AND t.dedup_key = s.dedup_key"
+                      + " WHEN NOT MATCHED THEN INSERT"
+                      + " (scope, dedup_key, state, token, since_ms, deadline_ms, fingerprint)"
+                      + " VALUES (s.scope, s.dedup_key, 1, s.token, s.since_ms, s.deadline_ms,"
+                      + " s.fingerprint)";
+            };
+    select =
+        p != null
+            ? p.select
+            : "SELECT " + entryColumns + " FROM " + keys + " WHERE scope = ? AND dedup_key = ?";
+    selectForUpdate = p != null ? p.selectForUpdate : select + " FOR UPDATE";
     acquire =
-        "UPDATE "
-            + keys
-            + " SET state = 1, token = ?, since_ms = ?, deadline_ms = ?, fingerprint = ?,"
-            + " result = NULL WHERE scope = ? AND dedup_key = ?";
-    slide = "UPDATE " + keys + " SET deadline_ms = ? WHERE scope = ? AND dedup_key = ?";
+        p != null
+            ? p.acquire
+            : "UPDATE "
+                + keys
+                + " SET state = 1, token = ?, since_ms = ?, deadline_ms = ?, fingerprint = ?,"
+                + " result = NULL WHERE scope = ? AND dedup_key = ?";
+    slide =
+        p != null
+            ? p.slide
+            : "UPDATE " + keys + " SET deadline_ms = ? WHERE scope = ? AND dedup_key = ?";
     // No SET expression reads a column, so MariaDB's left-to-right assignment order is harmless.
     commit =
-        "UPDATE "
-            + keys
-            + " SET state = 2, since_ms = ?, deadline_ms = ?, result = ?"
-            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 1 AND deadline_ms > ?";
+        p != null
+            ? p.commit
+            : "UPDATE "
+                + keys
+                + " SET state = 2, since_ms = ?, deadline_ms = ?, result = ?"
+                + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 1 AND deadline_ms > ?";
     committedWith =
-        "SELECT 1 FROM "
-            + keys
-            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 2 AND deadline_ms > ?";
+        p != null
+            ? p.committedWith
+            : "SELECT 1 FROM "
+                + keys
+                + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 2 AND deadline_ms > ?";
     release =
-        "DELETE FROM "
-            + keys
-            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 1 AND deadline_ms > ?";
+        p != null
+            ? p.release
+            : "DELETE FROM "
+                + keys
+                + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 1 AND deadline_ms > ?";
     // GREATEST is the same in PostgreSQL, MariaDB and H2; the only column the SET reads is the one
     // it writes, so MariaDB's left-to-right assignment order is harmless here too.
     extend =
-        "UPDATE "
-            + keys
-            + " SET deadline_ms = GREATEST(deadline_ms, ?)"
-            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 1 AND deadline_ms > ?";
+        p != null
+            ? p.extend
+            : "UPDATE "
+                + keys
+                + " SET deadline_ms = GREATEST(deadline_ms, ?)"
+                + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 1 AND deadline_ms > ?";
     heldWith =
-        "SELECT 1 FROM "
-            + keys
-            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 1 AND deadline_ms > ?";
-    forget = "DELETE FROM " + keys + " WHERE scope = ? AND dedup_key = ?";
+        p != null
+            ? p.heldWith
+            : "SELECT 1 FROM "
+                + keys
+                + " WHERE scope = ? AND dedup_key = ? AND token = ? AND state = 1 AND deadline_ms > ?";
+    forget = p != null ? p.forget : "DELETE FROM " + keys + " WHERE scope = ? AND dedup_key = ?";
     clearBatch =
-        switch (dialect) {
-          case POSTGRESQL ->
-              "DELETE FROM "
-                  + keys
-                  + " WHERE scope = ? AND ctid = ANY (ARRAY(SELECT ctid FROM "
-                  + keys
-                  + " WHERE scope = ? LIMIT ?))";
-          case MARIADB -> "DELETE FROM " + keys + " WHERE scope = ? LIMIT ?";
-          case H2 -> "DELETE FROM " + keys + " WHERE scope = ? FETCH FIRST ? ROWS ONLY";
-        };
+        p != null
+            ? p.clearBatch
+            : switch (dialect) {
+              case POSTGRESQL ->
+                  "DELETE FROM "
+                      + keys
+                      + " WHERE scope = ? AND ctid = ANY (ARRAY(SELECT ctid FROM "
+                      + keys
+                      + " WHERE scope = ? LIMIT ?))";
+              case MARIADB -> "DELETE FROM " + keys + " WHERE scope = ? LIMIT ?";
+              case H2 -> "DELETE FROM " + keys + " WHERE scope = ? FETCH FIRST ? ROWS ONLY";
+            };
     // The WHERE clause of the DELETE itself re-checks the deadline, so a row that a reserve took
     // over between the inner SELECT and the DELETE is never removed. PostgreSQL skips rows that
     // are locked (being reserved or committed right now) instead of waiting for them.
     sweepBatch =
-        switch (dialect) {
-          case POSTGRESQL ->
-              "DELETE FROM "
-                  + keys
-                  + " WHERE ctid = ANY (ARRAY(SELECT ctid FROM "
-                  + keys
-                  + " WHERE deadline_ms <= ? LIMIT ? FOR UPDATE SKIP LOCKED))"
-                  + " AND deadline_ms <= ?";
-          case MARIADB ->
-              "DELETE FROM " + keys + " WHERE deadline_ms <= ? ORDER BY deadline_ms LIMIT ?";
-          case H2 -> "DELETE FROM " + keys + " WHERE deadline_ms <= ? FETCH FIRST ? ROWS ONLY";
-        };
+        p != null
+            ? p.sweepBatch
+            : switch (dialect) {
+              case POSTGRESQL ->
+                  "DELETE FROM "
+                      + keys
+                      + " WHERE ctid = ANY (ARRAY(SELECT ctid FROM "
+                      + keys
+                      + " WHERE deadline_ms <= ? LIMIT ? FOR UPDATE SKIP LOCKED))"
+                      + " AND deadline_ms <= ?";
+              case MARIADB ->
+                  "DELETE FROM " + keys + " WHERE deadline_ms <= ? ORDER BY deadline_ms LIMIT ?";
+              case H2 -> "DELETE FROM " + keys + " WHERE deadline_ms <= ? FETCH FIRST ? ROWS ONLY";
+            };
     sweepBatchReturning =
-        switch (dialect) {
-          case POSTGRESQL, MARIADB -> sweepBatch + " RETURNING scope, dedup_key, state";
-          case H2 -> "SELECT scope, dedup_key, state FROM OLD TABLE (" + sweepBatch + ")";
-        };
+        p != null
+            ? p.sweepBatchReturning
+            : switch (dialect) {
+              case POSTGRESQL, MARIADB -> sweepBatch + " RETURNING scope, dedup_key, state";
+              case H2 -> "SELECT scope, dedup_key, state FROM OLD TABLE (" + sweepBatch + ")";
+            };
 
     enqueue =
         "INSERT INTO "
@@ -431,7 +480,10 @@ final class Statements {
     depth = "SELECT COUNT(*) FROM " + outbox + " WHERE queue = ?";
 
     readSchemaVersion = "SELECT version FROM " + schemaVersion + " WHERE id = 1";
-    probeKeys = "SELECT scope, dedup_key, " + entryColumns + " FROM " + keys + " WHERE 1 = 0";
+    probeKeys =
+        p != null
+            ? p.probeKeys
+            : "SELECT scope, dedup_key, " + entryColumns + " FROM " + keys + " WHERE 1 = 0";
     probeOutbox =
         "SELECT id, queue, dedup_key, payload, attempts, enqueued_ms, not_before_ms,"
             + " claimed_until_ms, last_error, claimant, boot_id, ordering_key FROM "

@@ -30,6 +30,11 @@ abstract class AbstractJdbcContractTest extends DedupStoreContract {
     return new StoreCapabilities(false, db() != TestDb.H2, false, true);
   }
 
+  /** The key layout under test; the standard one unless a subclass says otherwise. */
+  JdbcLayout layout() {
+    return JdbcLayout.STANDARD;
+  }
+
   private String url() {
     if (url == null) {
       url = db().url();
@@ -41,6 +46,7 @@ abstract class AbstractJdbcContractTest extends DedupStoreContract {
     JdbcDedupStore store =
         JdbcDedupStore.builder(url())
             .tablePrefix(prefix)
+            .layout(layout())
             .timeSource(time)
             .sweepInterval(Duration.ofMinutes(1))
             .poolSize(8)

@@ -67,12 +67,23 @@ enum TestDb {
     return DriverManager.getConnection(url);
   }
 
-  /** Drops the four tables of one prefix, if they exist; nothing else. */
+  /**
+   * Drops the tables of one prefix (both layouts; a partitioned keys table takes its partitions
+   * along), if they exist; nothing else.
+   */
   static void dropTables(String url, String prefix) throws SQLException {
     try (Connection c = connect(url);
         Statement st = c.createStatement()) {
       for (String table :
-          new String[] {"keys", "outbox", "outbox_keys", "dead_letters", "schema_version"}) {
+          new String[] {
+            "keys",
+            "keys_inflight",
+            "keys_swept",
+            "outbox",
+            "outbox_keys",
+            "dead_letters",
+            "schema_version"
+          }) {
         st.execute("DROP TABLE IF EXISTS " + prefix + table);
       }
     }

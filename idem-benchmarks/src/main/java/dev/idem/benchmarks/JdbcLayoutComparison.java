@@ -1,0 +1,268 @@
+package dev.idem.benchmarks;
+
+import dev.idem.DedupKey;
+import dev.idem.Expiry;
+import dev.idem.Scope;
+import dev.idem.spi.CommitRequest;
+import dev.idem.spi.ReserveRequest;
+import dev.idem.spi.ReserveResult;
+import dev.idem.spi.SettleResult;
+import dev.idem.spi.Ttl;
+import dev.idem.store.jdbc.JdbcDedupStore;
+import dev.idem.store.jdbc.JdbcLayout;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Bytes per key and reserve+commit throughput of the JDBC store's two layouts on PostgreSQL, side
+ * by side in one database the benchmark creates and drops: {@code standard} (one row per key, the
+ * commit an {@code UPDATE}) and {@code partitioned} (in-flight table, committed keys written once
+ * into day partitions). Both are filled with the same number of new random keys through the store
+ * (reserve, then commit, 24 h fixed TTL), in alternating rounds so that both see the same machine
+ * load; then the tables' sizes (heap and indexes, {@code pg_total_relation_size}) are read as
+ * written, after {@code VACUUM} and after {@code VACUUM FULL}; last, one {@code sweepExpired} with
+ * the clock three days on (every key expired) per layout, timed: row-by-row deletes against dropped
+ * partitions.
+ *
+ * <pre>
+ * java -cp idem-benchmarks/target/benchmarks.jar dev.idem.benchmarks.JdbcLayoutComparison \
+ *     --url 'jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres' --keys 1000000 \
+ *     --connections 16 --rounds 10
+ * </pre>
+ *
+ * The URL names the maintenance database; the benchmark works in {@code idem_layout_bench} on the
+ * same server (dropped first if it exists, and at the end).
+ */
+public final class JdbcLayoutComparison {
+  private static final Scope SCOPE = Scope.of("bench", "dedup");
+  private static final Ttl TTL = new Ttl(Duration.ofHours(24).toMillis(), Expiry.FIXED);
+  private static final long LEASE_MILLIS = 60_000;
+  private static final String DB = "idem_layout_bench";
+
+  private JdbcLayoutComparison() {}
+
+  public static void main(String[] args) throws Exception {
+    String url = "jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres";
+    long keys = 1_000_000;
+    int connections = 16;
+    int rounds = 10;
+    for (int i = 0; i < args.length; i++) {
+      switch (args[i]) {
+        case "--url" -> url = args[++i];
+        case "--keys" -> keys = Long.parseLong(args[++i]);
+        case "--connections" -> connections = Integer.parseInt(args[++i]);
+        case "--rounds" -> rounds = Integer.parseInt(args[++i]);
+        default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+      }
+    }
+    try (Connection admin = DriverManager.getConnection(url);
+        Statement st = admin.createStatement()) {
+      st.execute("DROP DATABASE IF EXISTS " + DB);
+      st.execute("CREATE DATABASE " + DB);
+    }
+    String benchUrl = url.replaceFirst("/[^/?]*(\\?|$)", "/" + DB + "$1");
+    try {
+      run(benchUrl, keys, connections, rounds);
+    } finally {
+      try (Connection admin = DriverManager.getConnection(url);
+          Statement st = admin.createStatement()) {
+        st.execute("DROP DATABASE IF EXISTS " + DB + " WITH (FORCE)");
+      }
+    }
+  }
+
+  private static void run(String url, long keys, int connections, int rounds) throws Exception {
+    JdbcLayout[] layouts = {JdbcLayout.STANDARD, JdbcLayout.PARTITIONED};
+    JdbcDedupStore[] stores = new JdbcDedupStore[2];
+    for (int l = 0; l < 2; l++) {
+      stores[l] =
+          JdbcDedupStore.builder(url)
+              .tablePrefix(prefix(layouts[l]))
+              .layout(layouts[l])
+              .poolSize(connections)
+              .sweepInterval(Duration.ZERO)
+              .timeout(Duration.ofSeconds(30))
+              .build();
+    }
+    long[] nanos = new long[2];
+    long perRound = keys / rounds;
+    System.out.printf(
+        Locale.ROOT,
+        "filling %,d new keys per layout through the store, %d connections, %d rounds%n",
+        perRound * rounds,
+        connections,
+        rounds);
+    for (int round = 0; round < rounds; round++) {
+      for (int k = 0; k < 2; k++) {
+        int l = (round + k) % 2; // alternate which layout goes first
+        long t0 = System.nanoTime();
+        fill(stores[l], perRound, connections);
+        nanos[l] += System.nanoTime() - t0;
+      }
+      System.out.printf(Locale.ROOT, "  round %d/%d done%n", round + 1, rounds);
+    }
+    for (JdbcDedupStore s : stores) {
+      s.close();
+    }
+    double[] rate = new double[2];
+    for (int l = 0; l < 2; l++) {
+      rate[l] = perRound * rounds / (nanos[l] / 1e9);
+      System.out.printf(Locale.ROOT, "%-12s reserve+commit: %,.0f keys/s%n", layouts[l], rate[l]);
+    }
+    System.out.printf(Locale.ROOT, "partitioned / standard throughput: %.2f%n", rate[1] / rate[0]);
+    try (Connection c = DriverManager.getConnection(url);
+        Statement st = c.createStatement()) {
+      report(st, "as written");
+      st.execute("VACUUM " + prefix(JdbcLayout.STANDARD) + "keys");
+      st.execute("VACUUM " + prefix(JdbcLayout.PARTITIONED) + "keys");
+      st.execute("VACUUM " + prefix(JdbcLayout.PARTITIONED) + "keys_inflight");
+      report(st, "after VACUUM");
+      st.execute("VACUUM FULL " + prefix(JdbcLayout.STANDARD) + "keys");
+      for (String part : partitions(st)) {
+        st.execute("VACUUM FULL " + part);
+      }
+      st.execute("VACUUM FULL " + prefix(JdbcLayout.PARTITIONED) + "keys_inflight");
+      report(st, "after VACUUM FULL");
+    }
+    // The sweep's cost: every key expired (the clock 3 days on), one sweepExpired per layout.
+    long later = System.currentTimeMillis() + Duration.ofDays(3).toMillis();
+    for (int l = 0; l < 2; l++) {
+      try (JdbcDedupStore s =
+          JdbcDedupStore.builder(url)
+              .tablePrefix(prefix(layouts[l]))
+              .layout(layouts[l])
+              .poolSize(2)
+              .sweepInterval(Duration.ZERO)
+              .timeout(Duration.ofMinutes(10))
+              .build()) {
+        long t0 = System.nanoTime();
+        long removed = s.sweepExpired(later);
+        System.out.printf(
+            Locale.ROOT,
+            "%-12s sweepExpired of every key: %,d removed in %,.0f ms%n",
+            layouts[l],
+            removed,
+            (System.nanoTime() - t0) / 1e6);
+      }
+    }
+  }
+
+  private static String prefix(JdbcLayout layout) {
+    return layout == JdbcLayout.STANDARD ? "std_" : "part_";
+  }
+
+  private static List<String> partitions(Statement st) throws SQLException {
+    List<String> out = new ArrayList<>();
+    try (ResultSet rs =
+        st.executeQuery(
+            "SELECT inhrelid::regclass::text FROM pg_inherits"
+                + " WHERE inhparent = 'part_keys'::regclass")) {
+      while (rs.next()) {
+        out.add(rs.getString(1));
+      }
+    }
+    return out;
+  }
+
+  private static void report(Statement st, String when) throws SQLException {
+    String std =
+        "SELECT count(*), pg_relation_size('std_keys'), pg_indexes_size('std_keys'),"
+            + " (SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'std_keys')"
+            + " FROM std_keys";
+    String part =
+        "SELECT (SELECT count(*) FROM part_keys),"
+            + " (SELECT coalesce(sum(pg_relation_size(inhrelid)), 0) FROM pg_inherits"
+            + "   WHERE inhparent = 'part_keys'::regclass) + pg_relation_size('part_keys_inflight'),"
+            + " (SELECT coalesce(sum(pg_indexes_size(inhrelid)), 0) FROM pg_inherits"
+            + "   WHERE inhparent = 'part_keys'::regclass) + pg_indexes_size('part_keys_inflight'),"
+            + " (SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables"
+            + "   WHERE relname LIKE 'part_keys%'),"
+            + " (SELECT coalesce(sum(pg_relation_size(inhrelid)), 0) FROM pg_inherits"
+            + "   WHERE inhparent = 'part_keys'::regclass),"
+            + " (SELECT coalesce(sum(pg_indexes_size(inhrelid)), 0) FROM pg_inherits"
+            + "   WHERE inhparent = 'part_keys'::regclass)";
+    System.out.println(when + ":");
+    for (String[] q : new String[][] {{"standard", std}, {"partitioned", part}}) {
+      try (ResultSet rs = st.executeQuery(q[1])) {
+        rs.next();
+        long rows = rs.getLong(1);
+        long heap = rs.getLong(2);
+        long index = rs.getLong(3);
+        System.out.printf(
+            Locale.ROOT,
+            "  %-12s %,d keys: %.1f B/key (heap %.1f + indexes %.1f), dead tuples %,d%n",
+            q[0],
+            rows,
+            (heap + index) / (double) rows,
+            heap / (double) rows,
+            index / (double) rows,
+            rs.getLong(4));
+        if (q[0].equals("partitioned")) {
+          System.out.printf(
+              Locale.ROOT,
+              "    of which the committed partitions: %.1f B/key (heap %.1f + hash index %.1f);"
+                  + " the in-flight table the rest%n",
+              (rs.getLong(5) + rs.getLong(6)) / (double) rows,
+              rs.getLong(5) / (double) rows,
+              rs.getLong(6) / (double) rows);
+        }
+      }
+    }
+  }
+
+  private static void fill(JdbcDedupStore store, long count, int threads) throws Exception {
+    AtomicLong left = new AtomicLong(count);
+    List<Thread> workers = new ArrayList<>();
+    List<Throwable> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+    for (int t = 0; t < threads; t++) {
+      Thread w =
+          new Thread(
+              () -> {
+                ThreadLocalRandom random = ThreadLocalRandom.current();
+                try {
+                  while (left.getAndDecrement() > 0) {
+                    DedupKey key =
+                        DedupKey.ofWords(
+                            random.nextLong(),
+                            random.nextLong(),
+                            random.nextLong(),
+                            random.nextLong());
+                    long token = random.nextLong() | 1;
+                    long now = System.currentTimeMillis();
+                    ReserveResult r =
+                        store.reserve(
+                            new ReserveRequest(SCOPE, key, null, token, now, LEASE_MILLIS, TTL));
+                    if (!(r instanceof ReserveResult.Acquired)) {
+                      throw new IllegalStateException("a new random key answered " + r);
+                    }
+                    SettleResult s =
+                        store.commit(new CommitRequest(SCOPE, key, token, now, TTL, null));
+                    if (s != SettleResult.APPLIED) {
+                      throw new IllegalStateException("commit answered " + s);
+                    }
+                  }
+                } catch (Throwable e) {
+                  failures.add(e);
+                  left.set(0);
+                }
+              });
+      w.start();
+      workers.add(w);
+    }
+    for (Thread w : workers) {
+      w.join();
+    }
+    if (!failures.isEmpty()) {
+      throw new IllegalStateException("a worker failed", failures.get(0));
+    }
+  }
+}

@@ -1,0 +1,265 @@
+package dev.idem.store.jdbc;
+
+/**
+ * The key statements of the partitioned layout (PostgreSQL only, {@link JdbcLayout#PARTITIONED}).
+ *
+ * <p>Tables: {@code <prefix>keys_inflight} holds in-flight keys, primary key {@code (scope,
+ * dedup_key)}; {@code <prefix>keys} holds committed keys, {@code PARTITION BY RANGE (deadline_ms)}
+ * with one partition per UTC day ({@code <prefix>keys_d<epoch day>}) and one for deadlines from the
+ * year 10000 on ({@code <prefix>keys_never}), with a hash index on {@code dedup_key} and no unique
+ * constraint (a unique one would have to include the deadline). At most one row of a key is live
+ * ({@code deadline_ms > now}) across both tables, because:
+ *
+ * <ul>
+ *   <li>a committed row is only ever written by {@link #commit}, which deletes the key's in-flight
+ *       row held by the committing token in the same statement;
+ *   <li>a reserve first inserts the in-flight row (the primary key lets one reserver in) and only
+ *       then, in a later statement of the same transaction and so on a later snapshot, looks for a
+ *       live committed row; if it finds one it rolls back. An insert that waited for a concurrent
+ *       commit's delete of the in-flight row therefore always sees that commit's committed row.
+ * </ul>
+ *
+ * Dead committed rows stay until their partition is dropped; reads skip them by their deadline, and
+ * {@link #forget} and {@link #clearCommitted} count only rows past the sweeps' mark ({@code
+ * <prefix>keys_swept}), so that a key a sweep removed logically answers as removed.
+ *
+ * <p>Entry columns are read in the order state, token, since, deadline, fingerprint, result, as in
+ * the standard layout.
+ */
+final class PartitionedSql {
+  /** One partition per UTC day. */
+  static final long DAY_MILLIS = 86_400_000L;
+
+  /** Deadlines from 10000-01-01T00:00Z on (and "never") go to the {@code never} partition. */
+  static final long NEVER_FROM = 253_402_300_800_000L;
+
+  final String insertAbsent;
+  final String select;
+  final String selectForUpdate;
+  final String acquire;
+  final String slide;
+  final String commit;
+  final String committedWith;
+  final String release;
+  final String extend;
+  final String heldWith;
+
+  /** Parameters: scope, key. Returns how many rows were deleted past the sweep mark. */
+  final String forget;
+
+  /** Parameters: scope, n, scope. Returns deleted rows, and those past the sweep mark. */
+  final String clearBatch;
+
+  /** Parameters: scope, n, scope. Like {@link #clearBatch} for the committed keys. */
+  final String clearCommitted;
+
+  final String sweepBatch;
+  final String sweepBatchReturning;
+  final String probeKeys;
+
+  /**
+   * Parameters: scope, key. The key's latest committed row that no sweep has removed logically (its
+   * deadline is after the sweep mark), live or dead.
+   */
+  final String selectLive;
+
+  /**
+   * Parameters: scope, key, deadline, now. Deletes a dead committed row that a reserve replaces, so
+   * that a key has one row at most.
+   */
+  final String deleteDead;
+
+  /** Probes the in-flight table's columns. */
+  final String probeInflight;
+
+  /** Parameters: now. Moves the sweep mark forward. */
+  final String markSwept;
+
+  /** Parameters: the parent's name. Returns name and planner row estimate of each partition. */
+  final String listPartitions;
+
+  /** Returns {@code relkind} of the keys table ('p' partitioned, 'r' plain), none if absent. */
+  final String keysKind;
+
+  private final String keys;
+
+  PartitionedSql(Statements s) {
+    keys = s.keys;
+    String inflight = s.inflight;
+    insertAbsent =
+        "INSERT INTO "
+            + inflight
+            + " (scope, dedup_key, token, since_ms, deadline_ms, fingerprint)"
+            + " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, dedup_key) DO NOTHING";
+    String inflightColumns =
+        "1 AS state, token, since_ms, deadline_ms, fingerprint, CAST(NULL AS bytea) AS result";
+    String committedColumns = "2 AS state, token, since_ms, deadline_ms, fingerprint, result";
+    // Of all rows of a key the live one, if any, has the latest deadline.
+    select =
+        "WITH p AS (SELECT CAST(? AS varchar) AS scope, CAST(? AS bytea) AS k)"
+            + " SELECT * FROM (SELECT "
+            + inflightColumns
+            + " FROM "
+            + inflight
+            + " t, p WHERE t.scope = p.scope AND t.dedup_key = p.k"
+            + " UNION ALL SELECT "
+            + committedColumns
+            + " FROM "
+            + keys
+            + " t, p WHERE t.scope = p.scope AND t.dedup_key = p.k) e"
+            + " ORDER BY deadline_ms DESC LIMIT 1";
+    selectForUpdate =
+        "SELECT "
+            + inflightColumns
+            + " FROM "
+            + inflight
+            + " WHERE scope = ? AND dedup_key = ? FOR UPDATE";
+    selectLive =
+        "SELECT "
+            + committedColumns
+            + " FROM "
+            + keys
+            + " WHERE scope = ? AND dedup_key = ? AND deadline_ms > COALESCE((SELECT until_ms FROM "
+            + s.swept
+            + " WHERE id = 1), -9223372036854775808) ORDER BY deadline_ms DESC LIMIT 1";
+    deleteDead =
+        "DELETE FROM "
+            + keys
+            + " WHERE scope = ? AND dedup_key = ? AND deadline_ms = ? AND deadline_ms <= ?";
+    acquire =
+        "UPDATE "
+            + inflight
+            + " SET token = ?, since_ms = ?, deadline_ms = ?, fingerprint = ?"
+            + " WHERE scope = ? AND dedup_key = ?";
+    // Parameters: new deadline, scope, key, old deadline (exactly the live row read before).
+    slide =
+        "UPDATE "
+            + keys
+            + " SET deadline_ms = ? WHERE scope = ? AND dedup_key = ? AND deadline_ms = ?";
+    // The same parameters as the standard layout's commit: since, expiry, result, scope, key,
+    // token, now. The update count is the number of committed rows written (0 or 1).
+    commit =
+        "WITH p AS (SELECT CAST(? AS bigint) AS since_ms, CAST(? AS bigint) AS deadline_ms,"
+            + " CAST(? AS bytea) AS result, CAST(? AS varchar) AS scope, CAST(? AS bytea) AS k,"
+            + " CAST(? AS bigint) AS token, CAST(? AS bigint) AS now_ms),"
+            + " d AS (DELETE FROM "
+            + inflight
+            + " t USING p WHERE t.scope = p.scope AND t.dedup_key = p.k AND t.token = p.token"
+            + " AND t.deadline_ms > p.now_ms RETURNING t.scope, t.dedup_key, t.token,"
+            + " t.fingerprint)"
+            + " INSERT INTO "
+            + keys
+            + " (token, since_ms, deadline_ms, scope, dedup_key, fingerprint, result)"
+            + " SELECT d.token, p.since_ms, p.deadline_ms, d.scope, d.dedup_key, d.fingerprint,"
+            + " p.result FROM d, p";
+    committedWith =
+        "SELECT 1 FROM "
+            + keys
+            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
+    release =
+        "DELETE FROM "
+            + inflight
+            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
+    extend =
+        "UPDATE "
+            + inflight
+            + " SET deadline_ms = GREATEST(deadline_ms, ?)"
+            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
+    heldWith =
+        "SELECT 1 FROM "
+            + inflight
+            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
+    String mark = "(SELECT until_ms FROM " + s.swept + " WHERE id = 1)";
+    forget =
+        "WITH p AS (SELECT CAST(? AS varchar) AS scope, CAST(? AS bytea) AS k),"
+            + " a AS (DELETE FROM "
+            + inflight
+            + " t USING p WHERE t.scope = p.scope AND t.dedup_key = p.k RETURNING t.deadline_ms),"
+            + " b AS (DELETE FROM "
+            + keys
+            + " t USING p WHERE t.scope = p.scope AND t.dedup_key = p.k RETURNING t.deadline_ms)"
+            + " SELECT count(*) FROM (SELECT deadline_ms FROM a UNION ALL"
+            + " SELECT deadline_ms FROM b) d WHERE d.deadline_ms > COALESCE("
+            + mark
+            + ", -9223372036854775808)";
+    clearBatch = clear(inflight, mark);
+    clearCommitted = clear(keys, mark);
+    sweepBatch =
+        "DELETE FROM "
+            + inflight
+            + " WHERE ctid = ANY (ARRAY(SELECT ctid FROM "
+            + inflight
+            + " WHERE deadline_ms <= ? LIMIT ? FOR UPDATE SKIP LOCKED))"
+            + " AND deadline_ms <= ?";
+    sweepBatchReturning = sweepBatch + " RETURNING scope, dedup_key, 1";
+    probeKeys =
+        "SELECT token, since_ms, deadline_ms, scope, dedup_key, fingerprint, result FROM "
+            + keys
+            + " WHERE 1 = 0";
+    probeInflight =
+        "SELECT scope, dedup_key, token, since_ms, deadline_ms, fingerprint FROM "
+            + inflight
+            + " WHERE 1 = 0";
+    markSwept = "UPDATE " + s.swept + " SET until_ms = GREATEST(until_ms, ?) WHERE id = 1";
+    listPartitions =
+        "SELECT c.relname, c.reltuples FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+            + " WHERE i.inhparent = to_regclass(?)";
+    keysKind = "SELECT relkind FROM pg_class WHERE oid = to_regclass(?)";
+  }
+
+  /** Deletes up to n rows of one scope; returns how many, and how many were past the mark. */
+  private static String clear(String table, String mark) {
+    return "WITH d AS (DELETE FROM "
+        + table
+        + " WHERE (tableoid, ctid) IN (SELECT tableoid, ctid FROM "
+        + table
+        + " WHERE scope = ? LIMIT ?) AND scope = ? RETURNING deadline_ms)"
+        + " SELECT count(*), count(*) FILTER (WHERE deadline_ms > COALESCE("
+        + mark
+        + ", -9223372036854775808)) FROM d";
+  }
+
+  /**
+   * Returns the epoch day whose partition holds a deadline, or {@link Long#MIN_VALUE} for the never
+   * partition.
+   */
+  static long dayOf(long deadlineMillis) {
+    return deadlineMillis >= NEVER_FROM
+        ? Long.MIN_VALUE
+        : Math.floorDiv(deadlineMillis, DAY_MILLIS);
+  }
+
+  /** Returns the name of a day's partition. */
+  String partitionName(long day) {
+    return keys + "_d" + (day < 0 ? "m" + (-day) : Long.toString(day));
+  }
+
+  /** Returns the day of a partition name made by {@link #partitionName}, or null if not one. */
+  Long dayOfPartition(String name) {
+    String head = keys + "_d";
+    if (!name.startsWith(head)) {
+      return null;
+    }
+    String rest = name.substring(head.length());
+    boolean negative = rest.startsWith("m");
+    String digits = negative ? rest.substring(1) : rest;
+    if (digits.isEmpty() || !digits.chars().allMatch(Character::isDigit) || digits.length() > 12) {
+      return null;
+    }
+    long day = Long.parseLong(digits);
+    return negative ? -day : day;
+  }
+
+  /** Creates the partition of one day if it is missing. */
+  String createPartition(long day) {
+    return "CREATE TABLE IF NOT EXISTS "
+        + partitionName(day)
+        + " PARTITION OF "
+        + keys
+        + " FOR VALUES FROM ("
+        + day * DAY_MILLIS
+        + ") TO ("
+        + (day + 1) * DAY_MILLIS
+        + ")";
+  }
+}
