@@ -170,7 +170,7 @@ public final class IdemServer implements AutoCloseable {
     }
     List<Path> cas = new ArrayList<>();
     for (Pipeline p : runtime.pipelines()) {
-      MtlsSettings m = p.settings().webhook().mtls();
+      MtlsSettings m = p.settings().webhook() == null ? null : p.settings().webhook().mtls();
       if (m != null && m.ca() != null) {
         cas.add(m.ca());
       }

@@ -98,7 +98,7 @@ public final class Explainer {
     this.time = Objects.requireNonNull(time, "time");
     this.json =
         new JsonBodyCheck(
-            pipeline.settings().webhook().maxDepth(), pipeline.settings().webhook().maxBody());
+            pipeline.settings().source().maxDepth(), pipeline.settings().source().maxBody());
   }
 
   /**
@@ -112,7 +112,7 @@ public final class Explainer {
    */
   public static Explainer of(Pipeline pipeline, Edge edge, TimeSource time) {
     PipelineSettings s = pipeline.settings();
-    SignatureSettings sig = s.webhook().signature();
+    SignatureSettings sig = s.webhook() == null ? null : s.webhook().signature();
     String jq = s.jq();
     return new Explainer(
         pipeline,
@@ -174,7 +174,8 @@ public final class Explainer {
       for (Principal p : event.principals()) {
         chain.addObject().put("issuer", p.issuer()).put("subject", p.subject());
       }
-    } else if (pipeline.settings().webhook().jwt() != null) {
+    } else if (pipeline.settings().webhook() != null
+        && pipeline.settings().webhook().jwt() != null) {
       keyNode.put(
           "note",
           "this pipeline authenticates callers (auth.jwt) and may key by their principal chain;"

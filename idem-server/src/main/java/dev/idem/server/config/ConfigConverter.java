@@ -128,7 +128,8 @@ final class ConfigConverter {
     }
     if (server != null) {
       for (int i = 0; i < pipelines.size(); i++) {
-        MtlsSettings m = pipelines.get(i).webhook().mtls();
+        WebhookSettings hook = pipelines.get(i).webhook();
+        MtlsSettings m = hook == null ? null : hook.mtls();
         if (m == null) {
           continue;
         }

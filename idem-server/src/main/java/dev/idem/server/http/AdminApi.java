@@ -1050,7 +1050,11 @@ public final class AdminApi implements AutoCloseable {
     for (Pipeline p : pipelines.values()) {
       ObjectNode n = list.addObject();
       n.put("id", p.id());
-      n.put("source", "webhook " + p.settings().webhook().path());
+      n.put(
+          "source",
+          p.settings().webhook() == null
+              ? p.settings().source().type()
+              : "webhook " + p.settings().webhook().path());
       Deduplicator d = p.dedup();
       if (d == null) {
         n.putNull("store");
