@@ -100,6 +100,22 @@ public final class KafkaBroker implements AutoCloseable {
         .createTopics(List.of(new NewTopic(name, partitions, (short) 1)))
         .all()
         .get(30, TimeUnit.SECONDS);
+    // Wait until every partition has a leader: a producer that starts sending while a fresh
+    // broker still elects one can see its batches expire.
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (System.nanoTime() < deadline) {
+      var description =
+          admin.describeTopics(List.of(name)).allTopicNames().get(30, TimeUnit.SECONDS).get(name);
+      if (description != null
+          && description.partitions().size() == partitions
+          && description.partitions().stream()
+              .allMatch(p -> p.leader() != null && !p.isr().isEmpty())) {
+        return;
+      }
+      Thread.sleep(50);
+    }
+    throw new IllegalStateException(
+        "topic " + name + " has a partition without a leader after 30 s");
   }
 
   /**
