@@ -244,11 +244,11 @@ class MultiInstanceOrderingIT {
             });
   }
 
-  private void awaitAccepted(AtomicLong accepted, long n) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
-    while (accepted.get() < n && System.nanoTime() < deadline) {
-      Thread.sleep(50);
-    }
+  private static void awaitAccepted(AtomicLong accepted, long n) {
+    org.awaitility.Awaitility.await()
+        .atMost(Duration.ofMinutes(3))
+        .pollInterval(Duration.ofMillis(50))
+        .until(() -> accepted.get() >= n);
   }
 
   private void startReceiver() throws IOException {
