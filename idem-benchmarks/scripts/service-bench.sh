@@ -6,6 +6,7 @@
 #
 #   idem-benchmarks/scripts/service-bench.sh            # defaults below; needs wrk (apt-get install wrk)
 #   DURATION=30s CONNECTIONS=64 ROUNDS=2 idem-benchmarks/scripts/service-bench.sh
+#   TARGETS="bare memory" idem-benchmarks/scripts/service-bench.sh   # skip RocksDB
 #
 # Idem's pipeline: key source.id, sliding 1h window, sync delivery to a JSON-lines file in a temp
 # directory (no network hop downstream: the figure is ingress + JSON check + key + dedup + delivery
@@ -19,6 +20,7 @@ WARMUP="${WARMUP:-15s}"
 THREADS="${THREADS:-2}"
 CONNECTIONS="${CONNECTIONS:-32}"
 ROUNDS="${ROUNDS:-2}"
+TARGETS="${TARGETS:-bare memory rocksdb}"   # e.g. TARGETS="bare memory" for the memory store only
 JVM_OPTS="${JVM_OPTS:--Xms512m -Xmx1g -XX:+UseParallelGC}"
 PORT_BARE="${PORT_BARE:-18090}"
 PORT_IDEM="${PORT_IDEM:-18091}"
@@ -98,7 +100,7 @@ echo "# cores: $(nproc)"
 printf '%-5s %-8s %10s %8s %8s %7s | %9s %8s %8s %7s | %s\n' \
   round target max_rps p50_ms p99_ms non2xx half_rps p50_ms p99_ms non2xx loadavg_before
 for round in $(seq 1 "$ROUNDS"); do
-  for target in bare memory rocksdb; do
+  for target in $TARGETS; do
     load="$(cut -d' ' -f1-3 /proc/loadavg)"
     start "$target"
     run_wrk "$url" "warm$round$target" "$WARMUP" 0 >/dev/null

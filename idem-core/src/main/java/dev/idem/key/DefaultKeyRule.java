@@ -14,6 +14,13 @@ final class DefaultKeyRule implements KeyRule {
 
   @Override
   public DedupKey derive(InboundEvent event) {
+    CanonicalBody read = event.canonicalBody();
+    if (read != null) {
+      KeyWriter w = KeyWriter.get().start(2, true);
+      w.principals(event.principalChain());
+      w.bytes(KeyWriter.DIGEST, read.digest());
+      return w.key();
+    }
     byte[] body = event.body();
     if (body == null || body.length == 0) {
       throw new KeyDerivationException(

@@ -258,6 +258,37 @@ public final class FieldPath {
   }
 
   /**
+   * Returns the value at this path in a body that was read already, as text for people: what {@link
+   * #extract(byte[])} returns for the same body, without reading it again.
+   *
+   * @param body the read body
+   * @return the value's text; never blank
+   * @throws KeyDerivationException if the value is missing, {@code null}, or a blank string
+   */
+  public String extract(CanonicalBody body) {
+    byte[] c = body.bytes();
+    int p = find(c, c.length);
+    int end = valueEnd(c, p, c.length);
+    return c[p] == '"'
+        ? CanonicalStrings.decode(c, p + 1, end - 1)
+        : new String(c, p, end - p, StandardCharsets.UTF_8);
+  }
+
+  /**
+   * Returns the value at this path in a body that was read already, as canonical JSON: what {@link
+   * #extractJson(byte[])} returns for the same body, without reading it again.
+   *
+   * @param body the read body
+   * @return the value's canonical UTF-8 JSON (a new array)
+   * @throws KeyDerivationException if the value is missing, {@code null}, or a blank string
+   */
+  public byte[] extractJson(CanonicalBody body) {
+    byte[] c = body.bytes();
+    int p = find(c, c.length);
+    return Arrays.copyOfRange(c, p, valueEnd(c, p, c.length));
+  }
+
+  /**
    * Returns the value at this path in a JSON body as canonical JSON ({@link CanonicalJson}), the
    * payload of the {@link KeyPart.Field} a field key hashes: a string with its quotes, a number by
    * its exact value ({@code 1.0}, {@code 1e0} and {@code 1} all give {@code 1}), {@code true} or

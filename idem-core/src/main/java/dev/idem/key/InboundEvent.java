@@ -39,6 +39,18 @@ public interface InboundEvent {
   List<Principal> principalChain();
 
   /**
+   * Returns the body as already read by the source or pipeline (validated I-JSON in canonical
+   * form), so key rules derive from it instead of reading {@link #body()} again; null if nobody
+   * read it yet (the default). An implementation that returns one must return the read of exactly
+   * {@link #body()}: the keys derived from either are then the same.
+   *
+   * @return the read body, or null
+   */
+  default @Nullable CanonicalBody canonicalBody() {
+    return null;
+  }
+
+  /**
    * Returns an anonymous event with a body and headers.
    *
    * @param body the body (not copied: do not change it while the event is in use), or null

@@ -69,6 +69,15 @@ final class JsonCanonicalizer {
 
   int outLen;
 
+  /** The deepest nesting the current call accepts. */
+  private int maxDepth = CanonicalJson.MAX_DEPTH;
+
+  /** The longest member name of the last call, in canonical bytes with its quotes. */
+  int longestName;
+
+  /** The largest (text length + |written exponent|) of any number of the last call. */
+  int numberReach;
+
   /** Triples (name start, name end, member end) of the members of every open object. */
   private int[] members = new int[3 * 32];
 
@@ -107,6 +116,19 @@ final class JsonCanonicalizer {
    * @throws InvalidJsonException if the bytes are not I-JSON
    */
   void canonicalize(byte[] json, int off, int len) {
+    canonicalize(json, off, len, CanonicalJson.MAX_DEPTH);
+  }
+
+  /**
+   * Canonicalizes {@code json[off, off + len)} with at most {@code maxDepth} nested arrays and
+   * objects, recording {@link #longestName} and {@link #numberReach}.
+   *
+   * @throws InvalidJsonException if the bytes are not I-JSON or nested deeper
+   */
+  void canonicalize(byte[] json, int off, int len, int maxDepth) {
+    this.maxDepth = maxDepth;
+    longestName = 0;
+    numberReach = 0;
     in = json;
     pos = off;
     start = off;
@@ -150,6 +172,11 @@ final class JsonCanonicalizer {
     } catch (DigestException e) {
       throw new IllegalStateException("SHA-256 digest needs 32 bytes", e);
     }
+  }
+
+  /** This thread's SHA-256, for a digest of bytes this canonicalizer wrote earlier. */
+  MessageDigest sha() {
+    return sha;
   }
 
   /** Drops buffers that grew past {@link #MAX_RETAINED}; call when done with {@link #out}. */
@@ -212,8 +239,8 @@ final class JsonCanonicalizer {
   }
 
   private void object(int depth) {
-    if (depth > CanonicalJson.MAX_DEPTH) {
-      throw error("nesting deeper than " + CanonicalJson.MAX_DEPTH + " arrays and objects");
+    if (depth > maxDepth) {
+      throw error("nesting deeper than " + maxDepth + " arrays and objects");
     }
     int objectAt = pos;
     pos++;
@@ -230,6 +257,9 @@ final class JsonCanonicalizer {
       int nameStart = outPos();
       string();
       int nameEnd = outPos();
+      if (nameEnd - nameStart > longestName) {
+        longestName = nameEnd - nameStart;
+      }
       skipWhitespace();
       if (pos >= end || in[pos] != ':') {
         throw error("expected ':' after a member name");
@@ -260,8 +290,8 @@ final class JsonCanonicalizer {
   }
 
   private void array(int depth) {
-    if (depth > CanonicalJson.MAX_DEPTH) {
-      throw error("nesting deeper than " + CanonicalJson.MAX_DEPTH + " arrays and objects");
+    if (depth > maxDepth) {
+      throw error("nesting deeper than " + maxDepth + " arrays and objects");
     }
     pos++;
     skipWhitespace();
@@ -552,6 +582,10 @@ final class JsonCanonicalizer {
       }
     }
     pos = p;
+    long reach = (p - s) + Math.abs(exponent);
+    if (reach > numberReach) {
+      numberReach = (int) Math.min(reach, Integer.MAX_VALUE);
+    }
     if (fracStart == fracEnd && !hasExponent && intEnd - intStart <= JsonNumbers.PLAIN_DIGITS) {
       // An integer of at most 21 digits is already canonical (its exact value, plain), except -0.
       if (negative && intEnd - intStart == 1 && in[intStart] == '0') {

@@ -56,6 +56,10 @@ final class SourceRule implements KeyRule {
     @Nullable String[] headers = new String[n];
     int[] starts = new int[n];
     int[] ends = new int[n];
+    CanonicalBody read = event.canonicalBody();
+    if (read != null) {
+      return derive(event, read.bytes(), read.length(), headers, starts, ends);
+    }
     @Nullable JsonCanonicalizer body = null;
     try {
       for (int i = 0; i < n; i++) {
@@ -85,6 +89,31 @@ final class SourceRule implements KeyRule {
         body.trim();
       }
     }
+  }
+
+  /** Derives the key from a body that was read already: {@code c[0, len)} is canonical. */
+  private DedupKey derive(
+      InboundEvent event, byte[] c, int len, @Nullable String[] headers, int[] starts, int[] ends) {
+    int n = sources.size();
+    for (int i = 0; i < n; i++) {
+      KeySource source = sources.get(i);
+      if (source instanceof KeySource.Header h) {
+        headers[i] = h.value(event);
+      } else {
+        FieldPath path = ((KeySource.Field) source).path();
+        starts[i] = path.find(c, len);
+        ends[i] = FieldPath.valueEnd(c, starts[i], len);
+      }
+    }
+    KeyWriter w = KeyWriter.get().start(n, true);
+    for (int i = 0; i < n; i++) {
+      if (headers[i] != null) {
+        w.text(KeyWriter.HEADER, headers[i]);
+      } else {
+        w.bytes(KeyWriter.FIELD, c, starts[i], ends[i] - starts[i]);
+      }
+    }
+    return w.key();
   }
 
   @Override

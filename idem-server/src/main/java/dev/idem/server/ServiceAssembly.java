@@ -6,7 +6,6 @@ import dev.idem.Deduplicator;
 import dev.idem.IdemConfigException;
 import dev.idem.Scope;
 import dev.idem.TimeSource;
-import dev.idem.key.CanonicalJson;
 import dev.idem.ordering.LocalOrderingGate;
 import dev.idem.ordering.OrderingConfig;
 import dev.idem.ordering.OrderingGate;
@@ -302,7 +301,7 @@ public final class ServiceAssembly {
         }
         b.dedup(dedup, outbox);
         if (d.mode() == DedupMode.REPLAY) {
-          b.fingerprints(CanonicalJson::fingerprint);
+          b.canonicalFingerprints();
         }
       }
       OrderingSettings o = p.ordering();

@@ -1,5 +1,6 @@
 package dev.idem.server.pipeline;
 
+import dev.idem.key.CanonicalBody;
 import dev.idem.key.InboundEvent;
 import dev.idem.key.Principal;
 import java.util.List;
@@ -20,12 +21,16 @@ import org.jspecify.annotations.Nullable;
  * @param source where the source got the event, for logs and dead letters (e.g. {@code topic},
  *     {@code partition}, {@code offset} for Kafka; {@code queue}, {@code redelivered} for AMQP);
  *     empty for a webhook
+ * @param canonical the body as the pipeline read it (validated, canonical), so the key, the
+ *     ordering key, the sequence and the fingerprint read it instead of the raw bytes; null before
+ *     the pipeline read it (sources pass null)
  */
 public record InboundRequest(
     byte[] body,
     Function<String, @Nullable String> headers,
     List<Principal> principals,
-    Map<String, String> source)
+    Map<String, String> source,
+    @Nullable CanonicalBody canonical)
     implements InboundEvent {
 
   /** Validates the fields and copies the chain and the source metadata. */
@@ -37,6 +42,22 @@ public record InboundRequest(
   }
 
   /**
+   * Makes an event as a source received it (not read yet).
+   *
+   * @param body the body exactly as received
+   * @param headers returns a header's value by case-insensitive name, or null
+   * @param principals the caller's principal chain
+   * @param source where the source got the event
+   */
+  public InboundRequest(
+      byte[] body,
+      Function<String, @Nullable String> headers,
+      List<Principal> principals,
+      Map<String, String> source) {
+    this(body, headers, principals, source, null);
+  }
+
+  /**
    * Makes an event with a caller's chain and no source metadata.
    *
    * @param body the body exactly as received
@@ -45,7 +66,7 @@ public record InboundRequest(
    */
   public InboundRequest(
       byte[] body, Function<String, @Nullable String> headers, List<Principal> principals) {
-    this(body, headers, principals, Map.of());
+    this(body, headers, principals, Map.of(), null);
   }
 
   /**
@@ -55,7 +76,7 @@ public record InboundRequest(
    * @param headers returns a header's value by case-insensitive name, or null
    */
   public InboundRequest(byte[] body, Function<String, @Nullable String> headers) {
-    this(body, headers, List.of(), Map.of());
+    this(body, headers, List.of(), Map.of(), null);
   }
 
   /**
@@ -65,7 +86,7 @@ public record InboundRequest(
    * @return a new event
    */
   public InboundRequest withPrincipals(List<Principal> chain) {
-    return new InboundRequest(body, headers, chain, source);
+    return new InboundRequest(body, headers, chain, source, canonical);
   }
 
   /**
@@ -75,7 +96,27 @@ public record InboundRequest(
    * @return a new event
    */
   public InboundRequest withBody(byte[] newBody) {
-    return new InboundRequest(newBody, headers, principals, source);
+    return new InboundRequest(newBody, headers, principals, source, null);
+  }
+
+  /**
+   * Returns this event with its body as the pipeline read it.
+   *
+   * @param read the read of exactly {@link #body()}
+   * @return a new event
+   */
+  public InboundRequest withCanonical(CanonicalBody read) {
+    return new InboundRequest(body, headers, principals, source, read);
+  }
+
+  /**
+   * Returns the body as the pipeline read it, or null before it was read.
+   *
+   * @return the read body, or null
+   */
+  @Override
+  public @Nullable CanonicalBody canonicalBody() {
+    return canonical;
   }
 
   /**

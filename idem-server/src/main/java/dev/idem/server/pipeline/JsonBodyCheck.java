@@ -6,6 +6,9 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.exc.StreamConstraintsException;
+import dev.idem.key.CanonicalBody;
+import dev.idem.key.CanonicalJson;
+import dev.idem.key.InvalidJsonException;
 import java.io.IOException;
 import org.jspecify.annotations.Nullable;
 
@@ -17,13 +20,35 @@ import org.jspecify.annotations.Nullable;
  * duplicate field names in any object (which JSON parsers resolve differently, so a signed body
  * could mean two things). Each is {@code 400 malformed_json} (or its own code), before any key is
  * derived.
+ *
+ * <h2>One read of the body</h2>
+ *
+ * <p>{@link #read(byte[])} is what the pipeline calls: it reads the body once with the key reader
+ * ({@link CanonicalBody}: I-JSON validation and the canonical form in one streaming pass, with this
+ * check's depth limit), and the key, the ordering key, the sequence and the fingerprint then read
+ * that result. The streaming check above ({@link #check(byte[])}) still decides every answer it
+ * gave before, but runs only when the read alone cannot: when the key reader refuses the body (then
+ * the check's answer is the one given, code and message as before), or when the body comes near a
+ * limit only the check has (a number with a long text or a large exponent, which the check measures
+ * against the double range and {@value #MAX_NUMBER_LENGTH} characters; a member name longer than
+ * the check's name limit; a body over the size limit). A body the check accepts but the key reader
+ * refuses is passed on unread, so each reader answers for it as it did before.
  */
 public final class JsonBodyCheck {
   /** The longest number accepted, in characters. */
   static final int MAX_NUMBER_LENGTH = 100;
 
+  /**
+   * A number whose text length plus exponent magnitude reaches this may be over the number length
+   * or outside the double range, so the streaming check looks at the body. Well below both limits
+   * (100 characters, exponents near 308 and -324); ordinary numbers are far from it.
+   */
+  static final int NUMBER_REACH_CHECKED = 64;
+
   private final JsonFactory factory;
   private final int maxDepth;
+  private final long maxBody;
+  private final int maxNameLength;
 
   /**
    * Creates a check.
@@ -33,6 +58,8 @@ public final class JsonBodyCheck {
    */
   public JsonBodyCheck(int maxDepth, long maxBody) {
     this.maxDepth = maxDepth;
+    this.maxBody = maxBody;
+    this.maxNameLength = (int) Math.min(50_000, Math.max(1, maxBody));
     this.factory =
         JsonFactory.builder()
             .streamReadConstraints(
@@ -40,7 +67,7 @@ public final class JsonBodyCheck {
                     .maxNestingDepth(maxDepth)
                     .maxNumberLength(MAX_NUMBER_LENGTH)
                     .maxStringLength((int) Math.min(Integer.MAX_VALUE, Math.max(1, maxBody)))
-                    .maxNameLength((int) Math.min(50_000, Math.max(1, maxBody)))
+                    .maxNameLength(maxNameLength)
                     .build())
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
             .build();
@@ -53,6 +80,44 @@ public final class JsonBodyCheck {
    */
   public JsonFactory factory() {
     return factory;
+  }
+
+  /**
+   * What {@link #read(byte[])} found: a rejection, or the read body (null when only the raw readers
+   * can read it).
+   *
+   * @param rejected why the body is refused, or null
+   * @param canonical the read body, or null if refused or left unread
+   */
+  public record Read(Outcome.@Nullable Rejected rejected, @Nullable CanonicalBody canonical) {}
+
+  private static final Read UNREAD = new Read(null, null);
+
+  /**
+   * Reads a body once: validates it with this check's limits and answers exactly as {@link
+   * #check(byte[])} does, and yields its canonical form for every later reader.
+   *
+   * @param body the raw body
+   * @return the rejection (bad input: {@code 400} over HTTP), or the read body
+   */
+  public Read read(byte[] body) {
+    CanonicalBody read;
+    try {
+      read = CanonicalBody.read(body, Math.min(maxDepth, CanonicalJson.MAX_DEPTH));
+    } catch (InvalidJsonException e) {
+      Outcome.Rejected bad = check(body);
+      // Refused by the check: its answer. Accepted by it: each reader answers as it did before.
+      return bad != null ? new Read(bad, null) : UNREAD;
+    }
+    if (read.numberReach() >= NUMBER_REACH_CHECKED
+        || read.longestName() - 2 > maxNameLength
+        || body.length > maxBody) {
+      Outcome.Rejected bad = check(body);
+      if (bad != null) {
+        return new Read(bad, null);
+      }
+    }
+    return new Read(null, read);
   }
 
   /**

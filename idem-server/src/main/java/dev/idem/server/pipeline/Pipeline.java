@@ -11,6 +11,7 @@ import dev.idem.Reservation;
 import dev.idem.Settlement;
 import dev.idem.StoreUnavailableException;
 import dev.idem.TimeSource;
+import dev.idem.key.CanonicalJson;
 import dev.idem.key.NumberOutOfRangeException;
 import dev.idem.server.config.DedupMode;
 import dev.idem.server.config.DeliveryMode;
@@ -54,8 +55,11 @@ import org.slf4j.LoggerFactory;
  * lease (the service's default is {@link dev.idem.server.config.DedupSettings#DEFAULT_LEASE})
  * bounds how long a dead instance blocks a key, and long work on a live one keeps its key.
  *
- * <p>The body is validated once ({@link JsonBodyCheck}, one depth limit) before anything reads it;
- * the key, the ordering key and the fingerprint then read the validated bytes.
+ * <p>The body is read once ({@link JsonBodyCheck#read}: validated with one depth limit and put in
+ * canonical form in the same pass) before anything else looks at it; the key, the ordering key, the
+ * sequence and the fingerprint then read that result ({@link InboundRequest#canonical()}), not the
+ * raw bytes. The transform gets the raw bytes: jq sees the body as it was sent (member order,
+ * number spelling), which the canonical form does not keep.
  *
  * <p>The sender is not authenticated, so outcome messages say what to do and never carry the
  * downstream's address or answer, the jq program or its error, or exceptions: those go to the log.
@@ -90,6 +94,7 @@ public final class Pipeline {
   private final @Nullable Deduplicator dedup;
   private final @Nullable OutboxStore outbox;
   private final @Nullable Function<byte[], Fingerprint> fingerprints;
+  private final boolean canonicalFingerprints;
   private final @Nullable OrderingStep ordering;
   private final @Nullable SequenceGuard sequences;
   private final @Nullable PoisonKeys poison;
@@ -111,6 +116,7 @@ public final class Pipeline {
     this.dedup = b.dedup;
     this.outbox = b.outbox;
     this.fingerprints = b.fingerprints;
+    this.canonicalFingerprints = b.canonicalFingerprints;
     this.ordering = b.ordering;
     this.sequences = b.sequences;
     this.poison = b.poison;
@@ -235,9 +241,12 @@ public final class Pipeline {
    * @return what was decided; the reservation is settled when this returns
    */
   public Outcome process(InboundRequest event) {
-    Outcome.Rejected bad = json.check(event.body());
-    if (bad != null) {
-      return bad;
+    JsonBodyCheck.Read read = json.read(event.body());
+    if (read.rejected() != null) {
+      return read.rejected();
+    }
+    if (read.canonical() != null) {
+      event = event.withCanonical(read.canonical());
     }
     DedupKey key;
     try {
@@ -254,7 +263,10 @@ public final class Pipeline {
     Fingerprint fingerprint = null;
     if (fingerprints != null) {
       try {
-        fingerprint = fingerprints.apply(event.body());
+        fingerprint =
+            canonicalFingerprints && event.canonical() != null
+                ? event.canonical().fingerprint()
+                : fingerprints.apply(event.body());
       } catch (NumberOutOfRangeException e) {
         return badInput("number_out_of_range", e.getMessage());
       } catch (IdemException e) {
@@ -456,7 +468,7 @@ public final class Pipeline {
       SequenceGuard seq = sequences;
       if (seq != null) {
         try {
-          sequence = seq.sequenceOf(event.body());
+          sequence = seq.sequenceOf(event);
         } catch (KeyDerivationException e) {
           return settle(
               r,
@@ -965,6 +977,7 @@ public final class Pipeline {
     private @Nullable Deduplicator dedup;
     private @Nullable OutboxStore outbox;
     private @Nullable Function<byte[], Fingerprint> fingerprints;
+    private boolean canonicalFingerprints;
     private @Nullable OrderingStep ordering;
     private @Nullable SequenceGuard sequences;
     private @Nullable PoisonKeys poison;
@@ -1016,6 +1029,19 @@ public final class Pipeline {
      */
     public Builder fingerprints(@Nullable Function<byte[], Fingerprint> fingerprints) {
       this.fingerprints = fingerprints;
+      this.canonicalFingerprints = false;
+      return this;
+    }
+
+    /**
+     * Fingerprints payloads by their canonical form ({@link CanonicalJson#fingerprint}), taken from
+     * the pipeline's one read of the body rather than from a second pass over it.
+     *
+     * @return this builder
+     */
+    public Builder canonicalFingerprints() {
+      this.fingerprints = CanonicalJson::fingerprint;
+      this.canonicalFingerprints = true;
       return this;
     }
 

@@ -83,9 +83,21 @@ public final class SequenceGuard {
    *     to send)
    */
   public long sequenceOf(byte[] body) {
+    return sequenceOf(new InboundRequest(body, name -> null));
+  }
+
+  /**
+   * Reads an event's sequence, from the pipeline's read of its body if it has one.
+   *
+   * @param event the event
+   * @return the sequence
+   * @throws KeyDerivationException if the field is missing or not an integer
+   */
+  public long sequenceOf(InboundRequest event) {
     String text;
     try {
-      text = path.extract(body);
+      text =
+          event.canonical() != null ? path.extract(event.canonical()) : path.extract(event.body());
     } catch (KeyDerivationException e) {
       throw new KeyDerivationException(
           "ordering.sequence " + spelling + ": " + e.getMessage() + "; send the event's version");

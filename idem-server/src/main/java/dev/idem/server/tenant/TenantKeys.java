@@ -3,6 +3,7 @@ package dev.idem.server.tenant;
 import dev.idem.DedupKey;
 import dev.idem.KeyDerivationException;
 import dev.idem.Scope;
+import dev.idem.key.CanonicalBody;
 import dev.idem.key.FieldPath;
 import dev.idem.key.KeyEncoding;
 import dev.idem.key.KeyPart;
@@ -85,7 +86,7 @@ public final class TenantKeys implements EventKeys {
         switch (spec.source()) {
           case HEADER -> request.header(spec.name());
           case CLAIM -> JwtCallers.claim(request.headers(), spec.name());
-          case FIELD -> fieldTenant(Objects.requireNonNull(field), request.body());
+          case FIELD -> fieldTenant(Objects.requireNonNull(field), request);
         };
     if (tenant == null || tenant.isBlank()) {
       throw new KeyDerivationException(
@@ -104,15 +105,16 @@ public final class TenantKeys implements EventKeys {
     };
   }
 
-  private String fieldTenant(FieldPath path, byte[] body) {
+  private String fieldTenant(FieldPath path, InboundRequest request) {
+    CanonicalBody read = request.canonical();
     byte[] json;
     try {
-      json = path.extractJson(body);
+      json = read != null ? path.extractJson(read) : path.extractJson(request.body());
     } catch (KeyDerivationException e) {
       throw new KeyDerivationException("no tenant: " + e.getMessage());
     }
     if (json[0] == '"') {
-      return path.extract(body);
+      return read != null ? path.extract(read) : path.extract(request.body());
     }
     String text = new String(json, java.nio.charset.StandardCharsets.UTF_8);
     if (text.matches("-?[0-9]+")) {
