@@ -1177,8 +1177,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
 
   /**
    * Returns the DDL of one layout, like {@link #schemaDdl(JdbcDialect, String)}; for {@link
-   * JdbcLayout#PARTITIONED} (PostgreSQL only) the day partitions are not part of it: the store
-   * creates them as commits need them (its login needs the right to create tables for that).
+   * JdbcLayout#PARTITIONED} (PostgreSQL and MariaDB) the day partitions are not part of it: the
+   * store creates them as commits need them (its login needs the right to create tables on
+   * PostgreSQL, to alter its keys table on MariaDB).
    *
    * @param dialect the database
    * @param tablePrefix the table prefix, e.g. {@code idem_}
@@ -2115,9 +2116,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
 
     /**
      * Sets how the keys are laid out (default {@link JdbcLayout#STANDARD}). {@link
-     * JdbcLayout#PARTITIONED} is for PostgreSQL: committed keys are written once into partitions by
-     * expiry day, which the sweeper drops whole. A table prefix holds one layout; a store opened on
-     * the other layout's tables refuses them.
+     * JdbcLayout#PARTITIONED} is for PostgreSQL and MariaDB: committed keys are written once into
+     * partitions by expiry day, which the sweeper drops whole. A table prefix holds one layout; a
+     * store opened on the other layout's tables refuses them.
      *
      * @param layout the layout
      * @return this builder
