@@ -44,15 +44,21 @@ import java.util.concurrent.atomic.AtomicLong;
  *     --url 'jdbc:mariadb://127.0.0.1:3306/test?user=root' --keys 1000000
  * </pre>
  *
- * {@code --keys 10000000} is the 10M-key run. The URL names a database to connect to first; the
- * benchmark works in {@code --database} (default {@code idem_layout_bench}) on the same server,
- * dropped first if it exists, and at the end.
+ * {@code --keys 10000000} is the 10M-key run. {@code --vacuum-every-round true} (PostgreSQL) runs
+ * {@code VACUUM} on the keys tables after every round, outside the timed fills, as autovacuum would
+ * on a server that runs it (a server with {@code autovacuum = off} otherwise never reclaims the
+ * dead rows during the fill). The URL names a database to connect to first; the benchmark works in
+ * {@code --database} (default {@code idem_layout_bench}) on the same server, dropped first if it
+ * exists, and at the end.
  */
 public final class JdbcLayoutComparison {
   private static final Scope SCOPE = Scope.of("bench", "dedup");
   private static final Ttl TTL = new Ttl(Duration.ofHours(24).toMillis(), Expiry.FIXED);
   private static final long LEASE_MILLIS = 60_000;
   private static boolean mariadb;
+
+  /** PostgreSQL: VACUUM the keys tables after every round, as autovacuum would. */
+  private static boolean vacuumRounds;
 
   private JdbcLayoutComparison() {}
 
@@ -69,6 +75,7 @@ public final class JdbcLayoutComparison {
         case "--connections" -> connections = Integer.parseInt(args[++i]);
         case "--rounds" -> rounds = Integer.parseInt(args[++i]);
         case "--database" -> db = args[++i];
+        case "--vacuum-every-round" -> vacuumRounds = Boolean.parseBoolean(args[++i]);
         default -> throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
@@ -129,6 +136,14 @@ public final class JdbcLayoutComparison {
         long t0 = System.nanoTime();
         fill(stores[l], perRound, connections);
         nanos[l] += System.nanoTime() - t0;
+      }
+      if (vacuumRounds && !mariadb) {
+        try (Connection c = DriverManager.getConnection(url);
+            Statement st = c.createStatement()) {
+          for (String t : new String[] {"std_keys", "part_keys", "part_keys_inflight"}) {
+            st.execute("VACUUM " + t);
+          }
+        }
       }
       System.out.printf(Locale.ROOT, "  round %d/%d done%n", round + 1, rounds);
     }
