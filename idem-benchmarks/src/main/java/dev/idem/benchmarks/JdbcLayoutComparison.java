@@ -44,18 +44,24 @@ import java.util.concurrent.atomic.AtomicLong;
  *     --url 'jdbc:mariadb://127.0.0.1:3306/test?user=root' --keys 1000000
  * </pre>
  *
- * {@code --keys 10000000} is the 10M-key run. {@code --vacuum-every-round true} (PostgreSQL) runs
- * {@code VACUUM} on the keys tables after every round, outside the timed fills, as autovacuum would
- * on a server that runs it (a server with {@code autovacuum = off} otherwise never reclaims the
- * dead rows during the fill). The URL names a database to connect to first; the benchmark works in
- * {@code --database} (default {@code idem_layout_bench}) on the same server, dropped first if it
- * exists, and at the end.
+ * {@code --anchor true} adds the anchor to the same alternating rounds: the same number of keys,
+ * each one bare {@code INSERT} of a random key in autocommit into a table of the standard layout's
+ * shape ({@code anchor_keys}), on as many plain connections; the throughput of each layout is then
+ * also printed as a ratio to it. {@code --keys 10000000} is the 10M-key run. {@code
+ * --vacuum-every-round true} (PostgreSQL) runs {@code VACUUM} on the keys tables after every round,
+ * outside the timed fills, as autovacuum would on a server that runs it (a server with {@code
+ * autovacuum = off} otherwise never reclaims the dead rows during the fill). The URL names a
+ * database to connect to first; the benchmark works in {@code --database} (default {@code
+ * idem_layout_bench}) on the same server, dropped first if it exists, and at the end.
  */
 public final class JdbcLayoutComparison {
   private static final Scope SCOPE = Scope.of("bench", "dedup");
   private static final Ttl TTL = new Ttl(Duration.ofHours(24).toMillis(), Expiry.FIXED);
   private static final long LEASE_MILLIS = 60_000;
   private static boolean mariadb;
+
+  /** Also fill an anchor table with one bare INSERT per key, in the same rounds. */
+  private static boolean anchor;
 
   /** PostgreSQL: VACUUM the keys tables after every round, as autovacuum would. */
   private static boolean vacuumRounds;
@@ -75,6 +81,7 @@ public final class JdbcLayoutComparison {
         case "--connections" -> connections = Integer.parseInt(args[++i]);
         case "--rounds" -> rounds = Integer.parseInt(args[++i]);
         case "--database" -> db = args[++i];
+        case "--anchor" -> anchor = Boolean.parseBoolean(args[++i]);
         case "--vacuum-every-round" -> vacuumRounds = Boolean.parseBoolean(args[++i]);
         default -> throw new IllegalArgumentException("unknown argument " + args[i]);
       }
@@ -123,6 +130,14 @@ public final class JdbcLayoutComparison {
               .build();
     }
     long[] nanos = new long[2];
+    long anchorNanos = 0;
+    if (anchor) {
+      JdbcDedupStore.builder(url)
+          .tablePrefix("anchor_")
+          .sweepInterval(Duration.ZERO)
+          .build()
+          .close();
+    }
     long perRound = keys / rounds;
     System.out.printf(
         Locale.ROOT,
@@ -136,6 +151,11 @@ public final class JdbcLayoutComparison {
         long t0 = System.nanoTime();
         fill(stores[l], perRound, connections);
         nanos[l] += System.nanoTime() - t0;
+      }
+      if (anchor) {
+        long t0 = System.nanoTime();
+        fillAnchor(url, perRound, connections);
+        anchorNanos += System.nanoTime() - t0;
       }
       if (vacuumRounds && !mariadb) {
         try (Connection c = DriverManager.getConnection(url);
@@ -156,6 +176,16 @@ public final class JdbcLayoutComparison {
       System.out.printf(Locale.ROOT, "%-12s reserve+commit: %,.0f keys/s%n", layouts[l], rate[l]);
     }
     System.out.printf(Locale.ROOT, "partitioned / standard throughput: %.2f%n", rate[1] / rate[0]);
+    if (anchor) {
+      double a = perRound * rounds / (anchorNanos / 1e9);
+      System.out.printf(
+          Locale.ROOT,
+          "anchor (one INSERT per key): %,.0f keys/s; standard / anchor %.2f, partitioned / anchor"
+              + " %.2f%n",
+          a,
+          rate[0] / a,
+          rate[1] / a);
+    }
     if (mariadb) {
       try (Connection c = DriverManager.getConnection(url);
           Statement st = c.createStatement()) {
@@ -359,6 +389,48 @@ public final class JdbcLayoutComparison {
               rs.getLong(6) / (double) rows);
         }
       }
+    }
+  }
+
+  /** The anchor: one INSERT of a new random key per autocommit transaction, per connection. */
+  private static void fillAnchor(String url, long count, int threads) throws Exception {
+    AtomicLong left = new AtomicLong(count);
+    List<Thread> workers = new ArrayList<>();
+    List<Throwable> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+    String insert =
+        "INSERT INTO anchor_keys (scope, dedup_key, state, token, since_ms, deadline_ms)"
+            + " VALUES (?, ?, 2, ?, ?, ?)";
+    for (int t = 0; t < threads; t++) {
+      Thread w =
+          new Thread(
+              () -> {
+                ThreadLocalRandom random = ThreadLocalRandom.current();
+                try (Connection c = DriverManager.getConnection(url);
+                    java.sql.PreparedStatement ps = c.prepareStatement(insert)) {
+                  byte[] key = new byte[32];
+                  while (left.getAndDecrement() > 0) {
+                    random.nextBytes(key);
+                    long now = System.currentTimeMillis();
+                    ps.setString(1, SCOPE.toString());
+                    ps.setBytes(2, key);
+                    ps.setLong(3, random.nextLong());
+                    ps.setLong(4, now);
+                    ps.setLong(5, now + TTL.millis());
+                    ps.executeUpdate();
+                  }
+                } catch (Throwable e) {
+                  failures.add(e);
+                  left.set(0);
+                }
+              });
+      w.start();
+      workers.add(w);
+    }
+    for (Thread w : workers) {
+      w.join();
+    }
+    if (!failures.isEmpty()) {
+      throw new IllegalStateException("an anchor worker failed", failures.get(0));
     }
   }
 
