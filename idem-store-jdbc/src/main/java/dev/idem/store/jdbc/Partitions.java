@@ -31,6 +31,9 @@ final class Partitions {
   /** How long partition DDL waits for its lock before it gives up. */
   static final int DDL_LOCK_TIMEOUT_MS = 1000;
 
+  /** MariaDB: how long a store waits for another one that is adding partitions. */
+  static final int NAMED_LOCK_WAIT_SECONDS = 5;
+
   private final Statements sql;
   private final PartitionedSql p;
   private final SqlExecutor exec;
@@ -104,7 +107,7 @@ final class Partitions {
     String lock = ("idem-partitions:" + sql.keys);
     try (PreparedStatement ps = c.prepareStatement("SELECT GET_LOCK(?, ?)")) {
       ps.setString(1, lock);
-      ps.setInt(2, Math.max(1, DDL_LOCK_TIMEOUT_MS / 1000) * 10);
+      ps.setInt(2, NAMED_LOCK_WAIT_SECONDS);
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next() || rs.getInt(1) != 1) {
           throw new SQLException(
@@ -116,14 +119,15 @@ final class Partitions {
       List<Partition> parts = list(c);
       long last = parts.isEmpty() ? Long.MIN_VALUE : parts.get(parts.size() - 1).day();
       if (day > last) {
+        // Deadlines are after now, so day >= today; days before today need no partition (the
+        // first one added holds everything below it).
         List<Long> add = new ArrayList<>();
-        long from = last == Long.MIN_VALUE ? Math.min(today, day) : Math.max(last + 1, today);
-        for (long d = Math.min(from, day); d <= day; d++) {
-          if (d == day || d - today < PartitionedSql.CONTIGUOUS_DAYS) {
-            add.add(d);
-          } else {
-            d = day - 1; // skip to the last one: the gap goes into day's partition
+        for (long d = Math.max(last + 1, Math.min(today, day)); d <= day; d++) {
+          if (d - today >= PartitionedSql.CONTIGUOUS_DAYS) {
+            add.add(day); // the gap goes into day's partition
+            break;
           }
+          add.add(d);
         }
         try (Statement st = c.createStatement()) {
           st.execute(p.addPartitions(add));
