@@ -23,30 +23,48 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Bytes per key and reserve+commit throughput of the JDBC store's two layouts on PostgreSQL, side
- * by side in one database the benchmark creates and drops: {@code standard} (one row per key, the
- * commit an {@code UPDATE}) and {@code partitioned} (in-flight table, committed keys written once
- * into day partitions). Both are filled with the same number of new random keys through the store
- * (reserve, then commit, 24 h fixed TTL), in alternating rounds so that both see the same machine
- * load; then the tables' sizes (heap and indexes, {@code pg_total_relation_size}) are read as
- * written, after {@code VACUUM} and after {@code VACUUM FULL}; last, one {@code sweepExpired} with
- * the clock three days on (every key expired) per layout, timed: row-by-row deletes against dropped
- * partitions.
+ * Bytes per key and reserve+commit throughput of the JDBC store's two layouts on PostgreSQL or
+ * MariaDB (chosen by the URL), side by side in one database the benchmark creates and drops: {@code
+ * standard} (one row per key, the commit an {@code UPDATE}) and {@code partitioned} (in-flight
+ * table, committed keys written once into day partitions). Both are filled with the same number of
+ * new random keys through the store (reserve, then commit, 24 h fixed TTL), in alternating rounds
+ * so that both see the same machine load; then the tables' sizes are read as written and after the
+ * database's compaction: on PostgreSQL heap and indexes ({@code pg_relation_size}, {@code
+ * pg_indexes_size}) as written, after {@code VACUUM} and after {@code VACUUM FULL}; on MariaDB
+ * {@code data_length + index_length} of {@code information_schema.TABLES} after {@code ANALYZE
+ * TABLE}, and the tablespace files' allocated size, as written and after {@code OPTIMIZE TABLE}.
+ * Last, one {@code sweepExpired} with the clock three days on (every key expired) per layout,
+ * timed: row-by-row deletes against dropped partitions.
  *
  * <pre>
  * java -cp idem-benchmarks/target/benchmarks.jar dev.idem.benchmarks.JdbcLayoutComparison \
  *     --url 'jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres' --keys 1000000 \
  *     --connections 16 --rounds 10
+ * java -cp idem-benchmarks/target/benchmarks.jar dev.idem.benchmarks.JdbcLayoutComparison \
+ *     --url 'jdbc:mariadb://127.0.0.1:3306/test?user=root' --keys 1000000
  * </pre>
  *
- * The URL names the maintenance database; the benchmark works in {@code idem_layout_bench} on the
- * same server (dropped first if it exists, and at the end).
+ * {@code --anchor true} adds the anchor to the same alternating rounds: the same number of keys,
+ * each one bare {@code INSERT} of a random key in autocommit into a table of the standard layout's
+ * shape ({@code anchor_keys}), on as many plain connections; the throughput of each layout is then
+ * also printed as a ratio to it. {@code --keys 10000000} is the 10M-key run. {@code
+ * --vacuum-every-round true} (PostgreSQL) runs {@code VACUUM} on the keys tables after every round,
+ * outside the timed fills, as autovacuum would on a server that runs it (a server with {@code
+ * autovacuum = off} otherwise never reclaims the dead rows during the fill). The URL names a
+ * database to connect to first; the benchmark works in {@code --database} (default {@code
+ * idem_layout_bench}) on the same server, dropped first if it exists, and at the end.
  */
 public final class JdbcLayoutComparison {
   private static final Scope SCOPE = Scope.of("bench", "dedup");
   private static final Ttl TTL = new Ttl(Duration.ofHours(24).toMillis(), Expiry.FIXED);
   private static final long LEASE_MILLIS = 60_000;
-  private static final String DB = "idem_layout_bench";
+  private static boolean mariadb;
+
+  /** Also fill an anchor table with one bare INSERT per key, in the same rounds. */
+  private static boolean anchor;
+
+  /** PostgreSQL: VACUUM the keys tables after every round, as autovacuum would. */
+  private static boolean vacuumRounds;
 
   private JdbcLayoutComparison() {}
 
@@ -55,28 +73,46 @@ public final class JdbcLayoutComparison {
     long keys = 1_000_000;
     int connections = 16;
     int rounds = 10;
+    String db = "idem_layout_bench";
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--url" -> url = args[++i];
         case "--keys" -> keys = Long.parseLong(args[++i]);
         case "--connections" -> connections = Integer.parseInt(args[++i]);
         case "--rounds" -> rounds = Integer.parseInt(args[++i]);
+        case "--database" -> db = args[++i];
+        case "--anchor" -> anchor = Boolean.parseBoolean(args[++i]);
+        case "--vacuum-every-round" -> vacuumRounds = Boolean.parseBoolean(args[++i]);
         default -> throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
+    if (!db.matches("[a-z][a-z0-9_]{0,40}")) {
+      throw new IllegalArgumentException("--database: lower-case letters, digits and _ only");
+    }
+    mariadb = url.startsWith("jdbc:mariadb:");
+    System.out.printf(Locale.ROOT, "%s, load average %s", url, loadAverage());
     try (Connection admin = DriverManager.getConnection(url);
         Statement st = admin.createStatement()) {
-      st.execute("DROP DATABASE IF EXISTS " + DB);
-      st.execute("CREATE DATABASE " + DB);
+      st.execute("DROP DATABASE IF EXISTS " + db);
+      st.execute("CREATE DATABASE " + db);
     }
-    String benchUrl = url.replaceFirst("/[^/?]*(\\?|$)", "/" + DB + "$1");
+    String benchUrl = url.replaceFirst("/[^/?]*(\\?|$)", "/" + db + "$1");
     try {
       run(benchUrl, keys, connections, rounds);
     } finally {
       try (Connection admin = DriverManager.getConnection(url);
           Statement st = admin.createStatement()) {
-        st.execute("DROP DATABASE IF EXISTS " + DB + " WITH (FORCE)");
+        st.execute("DROP DATABASE IF EXISTS " + db + (mariadb ? "" : " WITH (FORCE)"));
       }
+    }
+    System.out.printf(Locale.ROOT, "load average at the end %s", loadAverage());
+  }
+
+  private static String loadAverage() {
+    try {
+      return java.nio.file.Files.readString(java.nio.file.Path.of("/proc/loadavg"));
+    } catch (java.io.IOException e) {
+      return "unknown\n";
     }
   }
 
@@ -94,6 +130,14 @@ public final class JdbcLayoutComparison {
               .build();
     }
     long[] nanos = new long[2];
+    long anchorNanos = 0;
+    if (anchor) {
+      JdbcDedupStore.builder(url)
+          .tablePrefix("anchor_")
+          .sweepInterval(Duration.ZERO)
+          .build()
+          .close();
+    }
     long perRound = keys / rounds;
     System.out.printf(
         Locale.ROOT,
@@ -108,6 +152,19 @@ public final class JdbcLayoutComparison {
         fill(stores[l], perRound, connections);
         nanos[l] += System.nanoTime() - t0;
       }
+      if (anchor) {
+        long t0 = System.nanoTime();
+        fillAnchor(url, perRound, connections);
+        anchorNanos += System.nanoTime() - t0;
+      }
+      if (vacuumRounds && !mariadb) {
+        try (Connection c = DriverManager.getConnection(url);
+            Statement st = c.createStatement()) {
+          for (String t : new String[] {"std_keys", "part_keys", "part_keys_inflight"}) {
+            st.execute("VACUUM " + t);
+          }
+        }
+      }
       System.out.printf(Locale.ROOT, "  round %d/%d done%n", round + 1, rounds);
     }
     for (JdbcDedupStore s : stores) {
@@ -119,6 +176,32 @@ public final class JdbcLayoutComparison {
       System.out.printf(Locale.ROOT, "%-12s reserve+commit: %,.0f keys/s%n", layouts[l], rate[l]);
     }
     System.out.printf(Locale.ROOT, "partitioned / standard throughput: %.2f%n", rate[1] / rate[0]);
+    if (anchor) {
+      double a = perRound * rounds / (anchorNanos / 1e9);
+      System.out.printf(
+          Locale.ROOT,
+          "anchor (one INSERT per key): %,.0f keys/s; standard / anchor %.2f, partitioned / anchor"
+              + " %.2f%n",
+          a,
+          rate[0] / a,
+          rate[1] / a);
+    }
+    if (mariadb) {
+      try (Connection c = DriverManager.getConnection(url);
+          Statement st = c.createStatement()) {
+        reportMariaDb(st, "as written");
+        for (String t : new String[] {"std_keys", "part_keys", "part_keys_inflight"}) {
+          drain(st, "OPTIMIZE TABLE " + t);
+        }
+        reportMariaDb(st, "after OPTIMIZE TABLE");
+      }
+    } else {
+      compactPostgres(url);
+    }
+    sweep(url, layouts);
+  }
+
+  private static void compactPostgres(String url) throws SQLException {
     try (Connection c = DriverManager.getConnection(url);
         Statement st = c.createStatement()) {
       report(st, "as written");
@@ -133,6 +216,9 @@ public final class JdbcLayoutComparison {
       st.execute("VACUUM FULL " + prefix(JdbcLayout.PARTITIONED) + "keys_inflight");
       report(st, "after VACUUM FULL");
     }
+  }
+
+  private static void sweep(String url, JdbcLayout[] layouts) {
     // The sweep's cost: every key expired (the clock 3 days on), one sweepExpired per layout.
     long later = System.currentTimeMillis() + Duration.ofDays(3).toMillis();
     for (int l = 0; l < 2; l++) {
@@ -153,6 +239,93 @@ public final class JdbcLayoutComparison {
             removed,
             (System.nanoTime() - t0) / 1e6);
       }
+    }
+  }
+
+  /** Runs a statement that answers with a result (OPTIMIZE, ANALYZE) and reads it all. */
+  private static void drain(Statement st, String sql) throws SQLException {
+    if (st.execute(sql)) {
+      try (ResultSet rs = st.getResultSet()) {
+        while (rs.next()) {
+          // the status rows ("Table does not support optimize, doing recreate + analyze")
+        }
+      }
+    }
+  }
+
+  private static void reportMariaDb(Statement st, String when) throws SQLException {
+    for (String t : new String[] {"std_keys", "part_keys", "part_keys_inflight"}) {
+      drain(st, "ANALYZE TABLE " + t);
+    }
+    System.out.println(when + ":");
+    long stdRows = count(st, "SELECT count(*) FROM std_keys");
+    long partRows = count(st, "SELECT count(*) FROM part_keys");
+    long[] std = mariaDbSize(st, "std_keys");
+    long[] part = mariaDbSize(st, "part_keys");
+    long[] inflight = mariaDbSize(st, "part_keys_inflight");
+    System.out.printf(
+        Locale.ROOT,
+        "  %-12s %,d keys: %.1f B/key (data %.1f + indexes %.1f); files %.1f B/key%n",
+        "standard",
+        stdRows,
+        (std[0] + std[1]) / (double) stdRows,
+        std[0] / (double) stdRows,
+        std[1] / (double) stdRows,
+        std[2] / (double) stdRows);
+    System.out.printf(
+        Locale.ROOT,
+        "  %-12s %,d keys: %.1f B/key (data %.1f + indexes %.1f); files %.1f B/key%n",
+        "partitioned",
+        partRows,
+        (part[0] + part[1] + inflight[0] + inflight[1]) / (double) partRows,
+        (part[0] + inflight[0]) / (double) partRows,
+        (part[1] + inflight[1]) / (double) partRows,
+        (part[2] + inflight[2]) / (double) partRows);
+    System.out.printf(
+        Locale.ROOT,
+        "    of which the committed partitions: %.1f B/key (data %.1f + indexes %.1f),"
+            + " files %.1f B/key; the in-flight table the rest (%d partitions)%n",
+        (part[0] + part[1]) / (double) partRows,
+        part[0] / (double) partRows,
+        part[1] / (double) partRows,
+        part[2] / (double) partRows,
+        count(
+            st,
+            "SELECT count(*) FROM information_schema.PARTITIONS WHERE table_schema = DATABASE()"
+                + " AND table_name = 'part_keys'"));
+  }
+
+  /** data_length, index_length and the tablespace files' allocated size of one table. */
+  private static long[] mariaDbSize(Statement st, String table) throws SQLException {
+    long[] out = new long[3];
+    try (ResultSet rs =
+        st.executeQuery(
+            "SELECT data_length, index_length FROM information_schema.TABLES"
+                + " WHERE table_schema = DATABASE() AND table_name = '"
+                + table
+                + "'")) {
+      rs.next();
+      out[0] = rs.getLong(1);
+      out[1] = rs.getLong(2);
+    }
+    try (ResultSet rs =
+        st.executeQuery(
+            "SELECT coalesce(sum(allocated_size), 0) FROM information_schema.INNODB_SYS_TABLESPACES"
+                + " WHERE name = concat(DATABASE(), '/"
+                + table
+                + "') OR name LIKE concat(DATABASE(), '/"
+                + table
+                + "#P#%')")) {
+      rs.next();
+      out[2] = rs.getLong(1);
+    }
+    return out;
+  }
+
+  private static long count(Statement st, String sql) throws SQLException {
+    try (ResultSet rs = st.executeQuery(sql)) {
+      rs.next();
+      return rs.getLong(1);
     }
   }
 
@@ -216,6 +389,48 @@ public final class JdbcLayoutComparison {
               rs.getLong(6) / (double) rows);
         }
       }
+    }
+  }
+
+  /** The anchor: one INSERT of a new random key per autocommit transaction, per connection. */
+  private static void fillAnchor(String url, long count, int threads) throws Exception {
+    AtomicLong left = new AtomicLong(count);
+    List<Thread> workers = new ArrayList<>();
+    List<Throwable> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+    String insert =
+        "INSERT INTO anchor_keys (scope, dedup_key, state, token, since_ms, deadline_ms)"
+            + " VALUES (?, ?, 2, ?, ?, ?)";
+    for (int t = 0; t < threads; t++) {
+      Thread w =
+          new Thread(
+              () -> {
+                ThreadLocalRandom random = ThreadLocalRandom.current();
+                try (Connection c = DriverManager.getConnection(url);
+                    java.sql.PreparedStatement ps = c.prepareStatement(insert)) {
+                  byte[] key = new byte[32];
+                  while (left.getAndDecrement() > 0) {
+                    random.nextBytes(key);
+                    long now = System.currentTimeMillis();
+                    ps.setString(1, SCOPE.toString());
+                    ps.setBytes(2, key);
+                    ps.setLong(3, random.nextLong());
+                    ps.setLong(4, now);
+                    ps.setLong(5, now + TTL.millis());
+                    ps.executeUpdate();
+                  }
+                } catch (Throwable e) {
+                  failures.add(e);
+                  left.set(0);
+                }
+              });
+      w.start();
+      workers.add(w);
+    }
+    for (Thread w : workers) {
+      w.join();
+    }
+    if (!failures.isEmpty()) {
+      throw new IllegalStateException("an anchor worker failed", failures.get(0));
     }
   }
 

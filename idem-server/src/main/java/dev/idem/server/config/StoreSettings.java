@@ -28,7 +28,7 @@ import org.jspecify.annotations.Nullable;
  * @param compactShards redis with the compact layout: shards per expiry bucket ({@code
  *     compact_shards}); null: the store's default
  * @param jdbcLayout jdbc: how keys are laid out ({@code layout}: {@code standard} or {@code
- *     partitioned}, PostgreSQL only); null for other stores (jdbc: the standard layout)
+ *     partitioned}, PostgreSQL and MariaDB); null for other stores (jdbc: the standard layout)
  */
 public record StoreSettings(
     StoreType type,

@@ -230,6 +230,11 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
                   bindInsertAbsent(ps, 1, r);
                   inserted = ps.executeUpdate() == 1;
                 }
+                if (!inserted && p.dialect == JdbcDialect.MARIADB) {
+                  // InnoDB's duplicate check left a shared lock on the in-flight row; asking for
+                  // the exclusive one below while holding it is how two reservers deadlock.
+                  tx.rollback();
+                }
                 if (inserted) {
                   StoredEntry latest = selectLive(tx, p, r.scope(), r.key());
                   if (latest == null) {
@@ -278,10 +283,14 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
           }
           Objects.requireNonNull(partitions).ensureFor(c, r.nowMillis(), next.deadlineMillis());
           try (PreparedStatement ps = c.prepareStatement(sql.slide)) {
-            ps.setLong(1, next.deadlineMillis());
-            ps.setString(2, r.scope().toString());
-            ps.setBytes(3, r.key().toBytes());
-            ps.setLong(4, live.deadlineMillis());
+            int i = 1;
+            ps.setLong(i++, next.deadlineMillis());
+            if (p.dialect == JdbcDialect.MARIADB) {
+              ps.setInt(i++, PartitionedSql.expiryDay(next.deadlineMillis()));
+            }
+            ps.setString(i++, r.scope().toString());
+            ps.setBytes(i++, r.key().toBytes());
+            ps.setLong(i, live.deadlineMillis());
             // 0 rows: a concurrent hit slid it first; the key is a duplicate all the same.
             ps.executeUpdate();
           }
@@ -596,6 +605,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     if (partitions != null) {
       partitions.ensureFor(c, r.nowMillis(), r.ttl().expiresAt(r.nowMillis()));
     }
+    if (psql != null && psql.dialect == JdbcDialect.MARIADB) {
+      return commitMariaDbPartitioned(c, psql, r);
+    }
     try (PreparedStatement ps = c.prepareStatement(sql.commit)) {
       bindCommit(ps, r);
       if (ps.executeUpdate() == 1) {
@@ -603,6 +615,62 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
       }
     }
     return committedWith(c, r) ? SettleResult.APPLIED : SettleResult.STALE;
+  }
+
+  /**
+   * The partitioned layout's commit on MariaDB, one transaction: deletes the in-flight row held by
+   * the token (its row lock fences the commit), then writes the committed row into its day's
+   * partition. See {@link PartitionedSql}.
+   */
+  private SettleResult commitMariaDbPartitioned(Connection c, PartitionedSql p, CommitRequest r)
+      throws SQLException {
+    boolean applied = SqlExecutor.inTransaction(c, tx -> moveToCommitted(tx, p, r));
+    return applied || committedWith(c, r) ? SettleResult.APPLIED : SettleResult.STALE;
+  }
+
+  /** The steps of {@link #commitMariaDbPartitioned} in the caller's transaction. */
+  private static boolean moveToCommitted(Connection tx, PartitionedSql p, CommitRequest r)
+      throws SQLException {
+    byte[] fingerprint;
+    try (PreparedStatement ps = tx.prepareStatement(p.takeInflight)) {
+      ps.setString(1, r.scope().toString());
+      ps.setBytes(2, r.key().toBytes());
+      ps.setLong(3, r.token());
+      ps.setLong(4, r.nowMillis());
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return false;
+        }
+        fingerprint = rs.getBytes(1);
+      }
+    }
+    long deadline = r.ttl().expiresAt(r.nowMillis());
+    try (PreparedStatement ps = tx.prepareStatement(p.insertCommitted)) {
+      ps.setString(1, r.scope().toString());
+      ps.setBytes(2, r.key().toBytes());
+      ps.setInt(3, PartitionedSql.expiryDay(deadline));
+      ps.setLong(4, r.token());
+      ps.setLong(5, r.nowMillis());
+      ps.setLong(6, deadline);
+      setBytesOrNull(ps, 7, fingerprint);
+      setBytesOrNull(ps, 8, r.result());
+      ps.executeUpdate();
+    }
+    return true;
+  }
+
+  /**
+   * Commits a key inside the caller's transaction (the commit statement, or the partitioned
+   * layout's two steps on MariaDB); true if this call committed it.
+   */
+  private boolean commitKey(Connection tx, CommitRequest r) throws SQLException {
+    if (psql != null && psql.dialect == JdbcDialect.MARIADB) {
+      return moveToCommitted(tx, psql, r);
+    }
+    try (PreparedStatement ps = tx.prepareStatement(sql.commit)) {
+      bindCommit(ps, r);
+      return ps.executeUpdate() == 1;
+    }
   }
 
   /** Partitioned layout: creates the partition of the commit's deadline if it is missing. */
@@ -644,6 +712,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     ensureOpen();
     if (requests.isEmpty()) {
       return List.of();
+    }
+    if (psql != null && psql.dialect == JdbcDialect.MARIADB) {
+      return DedupStore.super.commitAll(requests); // two statements per key: one by one
     }
     CommitRequest[] rs = requests.toArray(new CommitRequest[0]);
     for (CommitRequest r : rs) {
@@ -793,6 +864,33 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     ensureOpen();
     Objects.requireNonNull(scope, "scope");
     Objects.requireNonNull(key, "key");
+    if (psql != null && psql.dialect == JdbcDialect.MARIADB) {
+      PartitionedSql p = psql;
+      return exec.transaction(
+          "forget",
+          c -> {
+            long mark = Long.MIN_VALUE;
+            try (PreparedStatement ps = c.prepareStatement(p.readMark);
+                ResultSet rs = ps.executeQuery()) {
+              if (rs.next()) {
+                mark = rs.getLong(1);
+              }
+            }
+            long removed = 0;
+            for (String statement : new String[] {p.forgetInflight, p.forgetCommitted}) {
+              try (PreparedStatement ps = c.prepareStatement(statement)) {
+                ps.setString(1, scope.toString());
+                ps.setBytes(2, key.toBytes());
+                try (ResultSet rs = ps.executeQuery()) {
+                  while (rs.next()) {
+                    removed += rs.getLong(1) > mark ? 1 : 0;
+                  }
+                }
+              }
+            }
+            return removed > 0;
+          });
+    }
     return exec.write(
         "forget",
         c -> {
@@ -859,6 +957,26 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
                 try (PreparedStatement ps = c.prepareStatement(statement)) {
                   ps.setString(1, scope);
                   ps.setInt(2, sweepBatchSize);
+                  if (dialect == JdbcDialect.MARIADB) {
+                    // DELETE ... LIMIT ... RETURNING deadline_ms: counted here against the mark.
+                    long mark = Long.MIN_VALUE;
+                    try (PreparedStatement m =
+                            c.prepareStatement(Objects.requireNonNull(psql).readMark);
+                        ResultSet rs = m.executeQuery()) {
+                      if (rs.next()) {
+                        mark = rs.getLong(1);
+                      }
+                    }
+                    long all = 0;
+                    long live = 0;
+                    try (ResultSet rs = ps.executeQuery()) {
+                      while (rs.next()) {
+                        all++;
+                        live += rs.getLong(1) > mark ? 1 : 0;
+                      }
+                    }
+                    return new long[] {all, live};
+                  }
                   ps.setString(3, scope);
                   try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
@@ -930,7 +1048,8 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
                       try (Statement st = tx.createStatement()) {
                         st.setFetchSize(sweepBatchSize);
                         try (ResultSet rs =
-                            st.executeQuery("SELECT scope, dedup_key FROM " + part.name())) {
+                            st.executeQuery(
+                                Objects.requireNonNull(psql).selectPartitionKeys(part.name()))) {
                           while (rs.next()) {
                             notifyExpired(rs.getString(1), rs.getBytes(2), false);
                           }
@@ -1058,8 +1177,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
 
   /**
    * Returns the DDL of one layout, like {@link #schemaDdl(JdbcDialect, String)}; for {@link
-   * JdbcLayout#PARTITIONED} (PostgreSQL only) the day partitions are not part of it: the store
-   * creates them as commits need them (its login needs the right to create tables for that).
+   * JdbcLayout#PARTITIONED} (PostgreSQL and MariaDB) the day partitions are not part of it: the
+   * store creates them as commits need them (its login needs the right to create tables on
+   * PostgreSQL, to alter its keys table on MariaDB).
    *
    * @param dialect the database
    * @param tablePrefix the table prefix, e.g. {@code idem_}
@@ -1136,11 +1256,8 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     return exec.transaction(
         "commitAndEnqueue",
         c -> {
-          try (PreparedStatement ps = c.prepareStatement(sql.commit)) {
-            bindCommit(ps, commit);
-            if (ps.executeUpdate() != 1) {
-              return committedWith(c, commit) ? SettleResult.APPLIED : SettleResult.STALE;
-            }
+          if (!commitKey(c, commit)) {
+            return committedWith(c, commit) ? SettleResult.APPLIED : SettleResult.STALE;
           }
           lockOrderingKeys(c, copy);
           try (PreparedStatement ps = c.prepareStatement(sql.enqueue)) {
@@ -1726,6 +1843,10 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     try (PreparedStatement ps = c.prepareStatement(query)) {
       ps.setString(1, scope.toString());
       ps.setBytes(2, key.toBytes());
+      if (psql != null && psql.selectTakesKeyTwice && query.equals(psql.select)) {
+        ps.setString(3, scope.toString());
+        ps.setBytes(4, key.toBytes());
+      }
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next() ? readEntry(rs, 1) : null;
       }
@@ -1995,9 +2116,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
 
     /**
      * Sets how the keys are laid out (default {@link JdbcLayout#STANDARD}). {@link
-     * JdbcLayout#PARTITIONED} is for PostgreSQL: committed keys are written once into partitions by
-     * expiry day, which the sweeper drops whole. A table prefix holds one layout; a store opened on
-     * the other layout's tables refuses them.
+     * JdbcLayout#PARTITIONED} is for PostgreSQL and MariaDB: committed keys are written once into
+     * partitions by expiry day, which the sweeper drops whole. A table prefix holds one layout; a
+     * store opened on the other layout's tables refuses them.
      *
      * @param layout the layout
      * @return this builder
@@ -2100,9 +2221,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
       }
       String url = Objects.requireNonNull(jdbcUrl);
       JdbcDialect dialect = Objects.requireNonNull(urlDialect);
-      if (layout == JdbcLayout.PARTITIONED && dialect != JdbcDialect.POSTGRESQL) {
+      if (layout == JdbcLayout.PARTITIONED && dialect == JdbcDialect.H2) {
         throw new IdemConfigException(
-            "layout partitioned needs PostgreSQL; "
+            "layout partitioned needs PostgreSQL or MariaDB; "
                 + dialect.productName()
                 + " stores use layout standard");
       }

@@ -12,11 +12,12 @@ public enum JdbcLayout {
   STANDARD,
 
   /**
-   * PostgreSQL only. In-flight keys live in a small table {@code <prefix>keys_inflight}; the commit
-   * moves the key in one statement into {@code <prefix>keys}, which is partitioned by the day its
-   * deadline falls in and written once per key (no update, so no dead row per commit). The sweeper
-   * drops a day's partition whole once the day is over instead of deleting its rows. See
-   * docs/stores/jdbc.md, "Partitioned layout".
+   * PostgreSQL and MariaDB (not H2). In-flight keys live in a small table {@code
+   * <prefix>keys_inflight}; the commit moves the key in one transaction (one statement on
+   * PostgreSQL) into {@code <prefix>keys}, which is partitioned by the day its deadline falls in
+   * and written once per key (no update, so no dead row per commit). The sweeper drops a day's
+   * partition whole once the day is over instead of deleting its rows. See docs/stores/jdbc.md,
+   * "Partitioned layout".
    */
   PARTITIONED;
 

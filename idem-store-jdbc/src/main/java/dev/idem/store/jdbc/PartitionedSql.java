@@ -1,14 +1,17 @@
 package dev.idem.store.jdbc;
 
+import java.util.List;
+
 /**
- * The key statements of the partitioned layout (PostgreSQL only, {@link JdbcLayout#PARTITIONED}).
+ * The key statements of the partitioned layout ({@link JdbcLayout#PARTITIONED}) on PostgreSQL and
+ * MariaDB.
  *
- * <p>Tables: {@code <prefix>keys_inflight} holds in-flight keys, primary key {@code (scope,
- * dedup_key)}; {@code <prefix>keys} holds committed keys, {@code PARTITION BY RANGE (deadline_ms)}
- * with one partition per UTC day ({@code <prefix>keys_d<epoch day>}) and one for deadlines from the
- * year 10000 on ({@code <prefix>keys_never}), with a hash index on {@code dedup_key} and no unique
- * constraint (a unique one would have to include the deadline). At most one row of a key is live
- * ({@code deadline_ms > now}) across both tables, because:
+ * <p>PostgreSQL tables: {@code <prefix>keys_inflight} holds in-flight keys, primary key {@code
+ * (scope, dedup_key)}; {@code <prefix>keys} holds committed keys, {@code PARTITION BY RANGE
+ * (deadline_ms)} with one partition per UTC day ({@code <prefix>keys_d<epoch day>}) and one for
+ * deadlines from the year 10000 on ({@code <prefix>keys_never}), with a hash index on {@code
+ * dedup_key} and no unique constraint (a unique one would have to include the deadline). At most
+ * one row of a key is live ({@code deadline_ms > now}) across both tables, because:
  *
  * <ul>
  *   <li>a committed row is only ever written by {@link #commit}, which deletes the key's in-flight
@@ -23,6 +26,20 @@ package dev.idem.store.jdbc;
  * {@link #forget} and {@link #clearCommitted} count only rows past the sweeps' mark ({@code
  * <prefix>keys_swept}), so that a key a sweep removed logically answers as removed.
  *
+ * <p>MariaDB has no partitioned table without a partitioning column in every unique key and no
+ * partition bounded on both sides: its {@code <prefix>keys} has a column {@code expiry_day} (the
+ * UTC epoch day of the deadline, {@link Integer#MIN_VALUE} for never), is {@code PARTITION BY RANGE
+ * (expiry_day)} with the primary key {@code (scope, dedup_key, expiry_day)}, a first partition
+ * {@code pnever} for the never day, and day partitions {@code d<epoch day>} added at the end
+ * ({@code ALTER TABLE ... ADD PARTITION}). A day partition holds every day after the one before it
+ * up to its own, so days are added without gaps up to {@link #CONTIGUOUS_DAYS} ahead; a deadline
+ * further out gets one partition for its day that also holds the days before it. Lookups do not
+ * know the day: they probe the primary key of every partition, as on PostgreSQL. The commit is two
+ * statements in one transaction ({@code DELETE ... RETURNING} from the in-flight table, then the
+ * insert); the insert overwrites a dead row of the key in the same day partition that a sweep had
+ * already counted as removed (the primary key allows one row per key and day; any other row of a
+ * key being committed is dead).
+ *
  * <p>Entry columns are read in the order state, token, since, deadline, fingerprint, result, as in
  * the standard layout.
  */
@@ -32,6 +49,39 @@ final class PartitionedSql {
 
   /** Deadlines from 10000-01-01T00:00Z on (and "never") go to the {@code never} partition. */
   static final long NEVER_FROM = 253_402_300_800_000L;
+
+  /** MariaDB: the {@code expiry_day} of keys in the never partition. */
+  static final int NEVER_DAY = Integer.MIN_VALUE;
+
+  /** MariaDB: how many days ahead day partitions are added one per day, without gaps. */
+  static final int CONTIGUOUS_DAYS = 62;
+
+  /** The database these statements are for (PostgreSQL or MariaDB). */
+  final JdbcDialect dialect;
+
+  /** Whether {@link #select} takes scope and key twice (MariaDB: no CTE of parameters). */
+  final boolean selectTakesKeyTwice;
+
+  /**
+   * MariaDB: the commit's first step. Parameters: scope, key, token, now. Returns the fingerprint
+   * of the in-flight row it deleted, no row if the commit is stale or repeated.
+   */
+  final String takeInflight;
+
+  /**
+   * MariaDB: the commit's second step. Parameters: scope, key, expiry day, token, since, deadline,
+   * fingerprint, result.
+   */
+  final String insertCommitted;
+
+  /** MariaDB: parameters scope, key; returns the deadline of each deleted in-flight row. */
+  final String forgetInflight;
+
+  /** MariaDB: parameters scope, key; returns the deadline of each deleted committed row. */
+  final String forgetCommitted;
+
+  /** Returns the sweeps' mark (one row). */
+  final String readMark;
 
   final String insertAbsent;
   final String select;
@@ -85,6 +135,123 @@ final class PartitionedSql {
 
   PartitionedSql(Statements s) {
     keys = s.keys;
+    dialect = s.dialect;
+    if (dialect == JdbcDialect.MARIADB) {
+      String inflight = s.inflight;
+      String mark =
+          "COALESCE((SELECT until_ms FROM "
+              + s.swept
+              + " WHERE id = 1),"
+              + " -9223372036854775808)";
+      String committedColumns = "2 AS state, token, since_ms, deadline_ms, fingerprint, result";
+      selectTakesKeyTwice = true;
+      insertAbsent =
+          "INSERT IGNORE INTO "
+              + inflight
+              + " (scope, dedup_key, token, since_ms, deadline_ms, fingerprint)"
+              + " VALUES (?, ?, ?, ?, ?, ?)";
+      select =
+          "SELECT * FROM (SELECT 1 AS state, token, since_ms, deadline_ms, fingerprint,"
+              + " CAST(NULL AS BINARY) AS result FROM "
+              + inflight
+              + " WHERE scope = ? AND dedup_key = ? UNION ALL SELECT "
+              + committedColumns
+              + " FROM "
+              + keys
+              + " WHERE scope = ? AND dedup_key = ?) e ORDER BY deadline_ms DESC LIMIT 1";
+      selectForUpdate =
+          "SELECT 1 AS state, token, since_ms, deadline_ms, fingerprint, NULL AS result FROM "
+              + inflight
+              + " WHERE scope = ? AND dedup_key = ? FOR UPDATE";
+      selectLive =
+          "SELECT "
+              + committedColumns
+              + " FROM "
+              + keys
+              + " WHERE scope = ? AND dedup_key = ? AND deadline_ms > "
+              + mark
+              + " ORDER BY deadline_ms DESC LIMIT 1";
+      deleteDead =
+          "DELETE FROM "
+              + keys
+              + " WHERE scope = ? AND dedup_key = ? AND deadline_ms = ? AND deadline_ms <= ?";
+      acquire =
+          "UPDATE "
+              + inflight
+              + " SET token = ?, since_ms = ?, deadline_ms = ?, fingerprint = ?"
+              + " WHERE scope = ? AND dedup_key = ?";
+      // Parameters: new deadline, its day, scope, key, old deadline. A new day moves the row to
+      // that day's partition (MariaDB deletes and inserts it).
+      slide =
+          "UPDATE "
+              + keys
+              + " SET deadline_ms = ?, expiry_day = ?"
+              + " WHERE scope = ? AND dedup_key = ? AND deadline_ms = ?";
+      commit = "";
+      takeInflight =
+          "DELETE FROM "
+              + inflight
+              + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?"
+              + " RETURNING fingerprint";
+      insertCommitted =
+          "INSERT INTO "
+              + keys
+              + " (scope, dedup_key, expiry_day, token, since_ms, deadline_ms, fingerprint, result)"
+              + " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE token = VALUES(token),"
+              + " since_ms = VALUES(since_ms), deadline_ms = VALUES(deadline_ms),"
+              + " fingerprint = VALUES(fingerprint), result = VALUES(result)";
+      committedWith =
+          "SELECT 1 FROM "
+              + keys
+              + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
+      release =
+          "DELETE FROM "
+              + inflight
+              + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
+      extend =
+          "UPDATE "
+              + inflight
+              + " SET deadline_ms = GREATEST(deadline_ms, ?)"
+              + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
+      heldWith =
+          "SELECT 1 FROM "
+              + inflight
+              + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
+      forget = "";
+      forgetInflight =
+          "DELETE FROM " + inflight + " WHERE scope = ? AND dedup_key = ? RETURNING deadline_ms";
+      forgetCommitted =
+          "DELETE FROM " + keys + " WHERE scope = ? AND dedup_key = ? RETURNING deadline_ms";
+      readMark = "SELECT until_ms FROM " + s.swept + " WHERE id = 1";
+      // Parameters: scope, n. Returns the deadline of each deleted row.
+      clearBatch = "DELETE FROM " + inflight + " WHERE scope = ? LIMIT ? RETURNING deadline_ms";
+      clearCommitted = "DELETE FROM " + keys + " WHERE scope = ? LIMIT ? RETURNING deadline_ms";
+      sweepBatch =
+          "DELETE FROM " + inflight + " WHERE deadline_ms <= ? ORDER BY deadline_ms LIMIT ?";
+      sweepBatchReturning = sweepBatch + " RETURNING scope, dedup_key, 1";
+      probeKeys =
+          "SELECT token, since_ms, deadline_ms, scope, dedup_key, expiry_day, fingerprint, result"
+              + " FROM "
+              + keys
+              + " WHERE 1 = 0";
+      probeInflight =
+          "SELECT scope, dedup_key, token, since_ms, deadline_ms, fingerprint FROM "
+              + inflight
+              + " WHERE 1 = 0";
+      markSwept = "UPDATE " + s.swept + " SET until_ms = GREATEST(until_ms, ?) WHERE id = 1";
+      listPartitions =
+          "SELECT partition_name, table_rows FROM information_schema.PARTITIONS"
+              + " WHERE table_schema = DATABASE() AND table_name = ?"
+              + " AND partition_name IS NOT NULL";
+      keysKind = "";
+      return;
+    }
+    selectTakesKeyTwice = false;
+    takeInflight = "";
+    insertCommitted = "";
+    forgetInflight = "";
+    forgetCommitted = "";
+    readMark = "SELECT until_ms FROM " + s.swept + " WHERE id = 1";
     String inflight = s.inflight;
     insertAbsent =
         "INSERT INTO "
@@ -229,14 +396,30 @@ final class PartitionedSql {
         : Math.floorDiv(deadlineMillis, DAY_MILLIS);
   }
 
-  /** Returns the name of a day's partition. */
+  /**
+   * MariaDB: the {@code expiry_day} column of a deadline ({@link #NEVER_DAY} for the never
+   * partition).
+   */
+  static int expiryDay(long deadlineMillis) {
+    long day = dayOf(deadlineMillis);
+    return day == Long.MIN_VALUE ? NEVER_DAY : Math.toIntExact(day);
+  }
+
+  /**
+   * Returns the name of a day's partition: a table {@code <prefix>keys_d<day>} on PostgreSQL, a
+   * partition {@code d<day>} of {@code <prefix>keys} on MariaDB.
+   */
   String partitionName(long day) {
-    return keys + "_d" + (day < 0 ? "m" + (-day) : Long.toString(day));
+    return partitionHead() + (day < 0 ? "m" + (-day) : Long.toString(day));
+  }
+
+  private String partitionHead() {
+    return dialect == JdbcDialect.MARIADB ? "d" : keys + "_d";
   }
 
   /** Returns the day of a partition name made by {@link #partitionName}, or null if not one. */
   Long dayOfPartition(String name) {
-    String head = keys + "_d";
+    String head = partitionHead();
     if (!name.startsWith(head)) {
       return null;
     }
@@ -250,7 +433,46 @@ final class PartitionedSql {
     return negative ? -day : day;
   }
 
-  /** Creates the partition of one day if it is missing. */
+  /** MariaDB: adds day partitions after the last one, in increasing order. */
+  String addPartitions(List<Long> days) {
+    StringBuilder sb =
+        new StringBuilder("ALTER TABLE ")
+            .append(keys)
+            .append(" WAIT ")
+            .append(Partitions.DDL_LOCK_TIMEOUT_MS / 1000)
+            .append(" ADD PARTITION (");
+    for (int i = 0; i < days.size(); i++) {
+      long day = days.get(i);
+      sb.append(i == 0 ? "" : ", ")
+          .append("PARTITION ")
+          .append(partitionName(day))
+          .append(" VALUES LESS THAN (")
+          .append(day + 1)
+          .append(')');
+    }
+    return sb.append(')').toString();
+  }
+
+  /** Drops one day partition (PostgreSQL: its table). */
+  String dropPartition(String name) {
+    return dialect == JdbcDialect.MARIADB
+        ? "ALTER TABLE "
+            + keys
+            + " WAIT "
+            + Partitions.DDL_LOCK_TIMEOUT_MS / 1000
+            + " DROP PARTITION "
+            + name
+        : "DROP TABLE IF EXISTS " + name;
+  }
+
+  /** Reads the scope and key of every row of one day partition. */
+  String selectPartitionKeys(String name) {
+    return dialect == JdbcDialect.MARIADB
+        ? "SELECT scope, dedup_key FROM " + keys + " PARTITION (" + name + ")"
+        : "SELECT scope, dedup_key FROM " + name;
+  }
+
+  /** Creates the partition of one day if it is missing (PostgreSQL). */
   String createPartition(long day) {
     return "CREATE TABLE IF NOT EXISTS "
         + partitionName(day)

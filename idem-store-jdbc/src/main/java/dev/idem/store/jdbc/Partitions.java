@@ -18,17 +18,29 @@ import org.jspecify.annotations.Nullable;
  * ahead of time from the sweeper, and drops the partitions whose day is over.
  *
  * <p>DDL on a partition takes a lock on the parent table that waits for running statements and
- * makes new ones wait behind it, so each DDL transaction sets a short {@code lock_timeout}: a drop
- * that cannot get its lock gives up and is tried again at the next sweep.
+ * makes new ones wait behind it, so each DDL sets a short lock wait ({@code lock_timeout} on
+ * PostgreSQL, {@code ALTER TABLE ... WAIT 1} on MariaDB): a drop that cannot get its lock gives up
+ * and is tried again at the next sweep.
+ *
+ * <p>On MariaDB a range partition has no lower bound: a new day can only be added after the last
+ * one, and a day partition holds every day since the one before it. So {@code known} is not used
+ * there; {@code lastDay} is the last day partition's day, and a deadline at or before it already
+ * has a partition.
  */
 final class Partitions {
   /** How long partition DDL waits for its lock before it gives up. */
   static final int DDL_LOCK_TIMEOUT_MS = 1000;
 
+  /** MariaDB: how long a store waits for another one that is adding partitions. */
+  static final int NAMED_LOCK_WAIT_SECONDS = 5;
+
   private final Statements sql;
   private final PartitionedSql p;
   private final SqlExecutor exec;
   private final Set<Long> known = ConcurrentHashMap.newKeySet();
+
+  /** MariaDB: the day of the last day partition (Long.MIN_VALUE: not read yet or none). */
+  private final AtomicLong lastDay = new AtomicLong(Long.MIN_VALUE);
 
   /** The longest TTL a commit of this store has asked for: how far ahead to create partitions. */
   private final AtomicLong horizon = new AtomicLong(0);
@@ -62,19 +74,75 @@ final class Partitions {
       return; // the never partition comes with the schema
     }
     horizon.accumulateAndGet(Math.max(0, deadlineMillis - nowMillis), Math::max);
-    ensureDay(c, deadlineMillis);
+    ensureDay(c, nowMillis, deadlineMillis);
   }
 
-  private void ensureDay(@Nullable Connection c, long deadlineMillis) throws SQLException {
+  private void ensureDay(@Nullable Connection c, long nowMillis, long deadlineMillis)
+      throws SQLException {
     long day = PartitionedSql.dayOf(deadlineMillis);
-    if (day == Long.MIN_VALUE || known.contains(day)) {
+    if (day == Long.MIN_VALUE) {
       return;
     }
+    boolean mariadb = p.dialect == JdbcDialect.MARIADB;
+    if (mariadb ? day <= lastDay.get() : known.contains(day)) {
+      return;
+    }
+    long today = Math.floorDiv(nowMillis, PartitionedSql.DAY_MILLIS);
     if (c == null) {
-      exec.write("createPartition", conn -> create(conn, day));
+      exec.write(
+          "createPartition", conn -> mariadb ? addAfterLast(conn, today, day) : create(conn, day));
+    } else if (mariadb) {
+      addAfterLast(c, today, day);
     } else {
       create(c, day);
     }
+  }
+
+  /**
+   * MariaDB: under a named lock (so that instances add partitions one at a time), reads the last
+   * day partition and adds the days after it up to {@code day}: every day up to {@link
+   * PartitionedSql#CONTIGUOUS_DAYS} after today, and beyond that only {@code day} itself.
+   */
+  private Void addAfterLast(Connection c, long today, long day) throws SQLException {
+    String lock = ("idem-partitions:" + sql.keys);
+    try (PreparedStatement ps = c.prepareStatement("SELECT GET_LOCK(?, ?)")) {
+      ps.setString(1, lock);
+      ps.setInt(2, NAMED_LOCK_WAIT_SECONDS);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next() || rs.getInt(1) != 1) {
+          throw new SQLException(
+              "another instance holds lock " + lock + " (adding partitions)", "HY000", 1205);
+        }
+      }
+    }
+    try {
+      List<Partition> parts = list(c);
+      long last = parts.isEmpty() ? Long.MIN_VALUE : parts.get(parts.size() - 1).day();
+      if (day > last) {
+        // Deadlines are after now, so day >= today; days before today need no partition (the
+        // first one added holds everything below it).
+        List<Long> add = new ArrayList<>();
+        for (long d = Math.max(last + 1, Math.min(today, day)); d <= day; d++) {
+          if (d - today >= PartitionedSql.CONTIGUOUS_DAYS) {
+            add.add(day); // the gap goes into day's partition
+            break;
+          }
+          add.add(d);
+        }
+        try (Statement st = c.createStatement()) {
+          st.execute(p.addPartitions(add));
+        }
+        last = day;
+      }
+      long seen = last;
+      lastDay.accumulateAndGet(seen, Math::max);
+    } finally {
+      try (PreparedStatement ps = c.prepareStatement("SELECT RELEASE_LOCK(?)")) {
+        ps.setString(1, lock);
+        ps.execute();
+      }
+    }
+    return null;
   }
 
   private Void create(Connection c, long day) throws SQLException {
@@ -123,7 +191,7 @@ final class Partitions {
     long h = horizon.get();
     if (h > 0) {
       try {
-        ensureDay(null, saturatedAdd(nowMillis, h + PartitionedSql.DAY_MILLIS));
+        ensureDay(null, nowMillis, saturatedAdd(nowMillis, h + PartitionedSql.DAY_MILLIS));
       } catch (SQLException e) {
         throw new IllegalStateException("unreachable: no connection given", e);
       }
@@ -136,13 +204,24 @@ final class Partitions {
    * @return whether it was dropped (false: its lock was not granted in time)
    */
   boolean drop(Connection c, Partition part) throws SQLException {
+    if (p.dialect == JdbcDialect.MARIADB) {
+      try (Statement st = c.createStatement()) {
+        st.execute(p.dropPartition(part.name()));
+      } catch (SQLException e) {
+        if (e.getErrorCode() == SqlErrors.MARIADB_LOCK_WAIT_TIMEOUT) {
+          return false; // the table's metadata lock was not granted in time: the next sweep
+        }
+        throw e;
+      }
+      return true;
+    }
     try {
       SqlExecutor.inTransaction(
           c,
           tx -> {
             try (Statement st = tx.createStatement()) {
               st.execute("SET LOCAL lock_timeout = '" + DDL_LOCK_TIMEOUT_MS + "ms'");
-              st.execute("DROP TABLE IF EXISTS " + part.name());
+              st.execute(p.dropPartition(part.name()));
             }
             return null;
           });
@@ -159,6 +238,7 @@ final class Partitions {
   /** Forgets which partitions exist (after they were dropped behind this store's back). */
   void forgetKnown() {
     known.clear();
+    lastDay.set(Long.MIN_VALUE);
   }
 
   private static long saturatedAdd(long a, long b) {

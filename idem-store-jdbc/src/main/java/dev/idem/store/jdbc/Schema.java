@@ -35,25 +35,28 @@ final class Schema {
 
   /**
    * Returns the DDL of a dialect and layout: for {@link JdbcLayout#PARTITIONED} the dialect's
-   * script with its keys table and index replaced by the partitioned layout's keys tables.
+   * script with its keys table (and, on PostgreSQL, its deadline index) replaced by the partitioned
+   * layout's keys tables.
    */
   static List<String> script(JdbcDialect dialect, String prefix, JdbcLayout layout) {
     List<String> standard = script(dialect, prefix);
     if (layout == JdbcLayout.STANDARD) {
       return standard;
     }
-    List<String> keys = split(read(PARTITIONED_RESOURCE), prefix);
+    List<String> keys = split(read(partitionedResource(dialect)), prefix);
     String table = "CREATE TABLE IF NOT EXISTS " + prefix + "keys (";
     String index = "CREATE INDEX IF NOT EXISTS " + prefix + "keys_deadline ";
     List<String> out = new ArrayList<>();
+    int replaced = 0;
     for (String ddl : standard) {
       if (ddl.startsWith(table)) {
         out.addAll(keys);
+        replaced++;
       } else if (!ddl.startsWith(index)) {
         out.add(ddl);
       }
     }
-    if (out.size() != standard.size() - 2 + keys.size()) {
+    if (replaced != 1) {
       throw new IllegalStateException("the keys table of the standard script was not found");
     }
     return out;
@@ -61,6 +64,15 @@ final class Schema {
 
   /** The partitioned layout's keys tables (PostgreSQL). */
   static final String PARTITIONED_RESOURCE = "schema-postgresql-partitioned.sql";
+
+  /** Returns the resource of the partitioned layout's keys tables on a database. */
+  static String partitionedResource(JdbcDialect dialect) {
+    return switch (dialect) {
+      case POSTGRESQL -> PARTITIONED_RESOURCE;
+      case MARIADB -> "schema-mariadb-partitioned.sql";
+      case H2 -> throw new IllegalStateException("H2 has no partitioned layout");
+    };
+  }
 
   private static String read(String resource) {
     try (InputStream in = Schema.class.getResourceAsStream(resource)) {
@@ -214,30 +226,20 @@ final class Schema {
   }
 
   /**
-   * PostgreSQL: refuses a keys table of the other layout (a partitioned one for the standard layout
-   * and a plain one for the partitioned layout), which would otherwise fail with a missing column.
+   * Refuses a keys table of the other layout (a partitioned one for the standard layout and a plain
+   * one for the partitioned layout), which would otherwise fail with a missing column. PostgreSQL
+   * and MariaDB; H2 has one layout.
    */
   static void checkLayout(Connection c, Statements sql, String store) throws SQLException {
-    if (!c.getMetaData()
-        .getDatabaseProductName()
-        .toLowerCase(java.util.Locale.ROOT)
-        .contains("postgres")) {
-      return;
+    Boolean partitioned =
+        switch (sql.dialect) {
+          case POSTGRESQL -> postgresPartitioned(c, sql);
+          case MARIADB -> mariadbPartitioned(c, sql);
+          case H2 -> null;
+        };
+    if (partitioned == null) {
+      return; // no keys table yet (the probe below says what is missing), or H2
     }
-    String kind = null;
-    try (PreparedStatement ps =
-        c.prepareStatement("SELECT relkind FROM pg_class WHERE oid = to_regclass(?)")) {
-      ps.setString(1, sql.keys);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (rs.next()) {
-          kind = rs.getString(1);
-        }
-      }
-    }
-    if (kind == null) {
-      return; // the probe below says what is missing
-    }
-    boolean partitioned = kind.equals("p");
     if (partitioned != (sql.layout == JdbcLayout.PARTITIONED)) {
       throw new StoreException(
           "table "
@@ -249,6 +251,29 @@ final class Schema {
               + ", but this store uses layout "
               + sql.layout.name().toLowerCase(java.util.Locale.ROOT)
               + ": use that layout, or another table prefix");
+    }
+  }
+
+  private static Boolean postgresPartitioned(Connection c, Statements sql) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement("SELECT relkind FROM pg_class WHERE oid = to_regclass(?)")) {
+      ps.setString(1, sql.keys);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getString(1).equals("p") : null;
+      }
+    }
+  }
+
+  private static Boolean mariadbPartitioned(Connection c, Statements sql) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT COUNT(*), COUNT(partition_name) FROM information_schema.PARTITIONS"
+                + " WHERE table_schema = DATABASE() AND table_name = ?")) {
+      ps.setString(1, sql.keys);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1) == 0 ? null : rs.getLong(2) > 0;
+      }
     }
   }
 }

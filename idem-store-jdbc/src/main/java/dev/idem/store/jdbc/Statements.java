@@ -32,6 +32,9 @@ final class Statements {
   /** The key layout these statements are for. */
   final JdbcLayout layout;
 
+  /** The database these statements are for. */
+  final JdbcDialect dialect;
+
   /** Partitioned layout: the in-flight keys ({@code <prefix>keys_inflight}); else unused. */
   final String inflight;
 
@@ -238,11 +241,12 @@ final class Statements {
     outboxKeys = prefix + "outbox_keys";
     schemaVersion = prefix + "schema_version";
     this.layout = layout;
+    this.dialect = dialect;
     inflight = prefix + "keys_inflight";
     swept = prefix + "keys_swept";
-    if (layout == JdbcLayout.PARTITIONED && dialect != JdbcDialect.POSTGRESQL) {
+    if (layout == JdbcLayout.PARTITIONED && dialect == JdbcDialect.H2) {
       throw new IdemConfigException(
-          "layout partitioned needs PostgreSQL; "
+          "layout partitioned needs PostgreSQL or MariaDB; "
               + dialect.productName()
               + " stores use layout standard");
     }
