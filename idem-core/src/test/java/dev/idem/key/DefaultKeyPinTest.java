@@ -2,6 +2,7 @@ package dev.idem.key;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
@@ -95,5 +96,42 @@ class DefaultKeyPinTest {
         .isEqualTo("abb283eccf6541f42deb537f25732b6c05869e6e4512dfebeca98334f6643d13");
     assertThat(key(body, false))
         .isEqualTo("6d206a623b3186c3929319ac77663626290c950f225c19cc395cb9e47fe4c22e");
+  }
+
+  /**
+   * The no-copy path for decimals whose trailing fraction zeros are cut, at its edges, against the
+   * BigDecimal oracle.
+   */
+  @Test
+  void trailingZeroDecimalsAreCutToTheExactForm() {
+    String[] texts = {
+      "-12.50",
+      "100.00",
+      "7.0",
+      "-7.000",
+      "0.10",
+      "-0.10",
+      "0.0",
+      "-0.000",
+      "0.0000010",
+      "0.00000010",
+      "0.000000",
+      "123456789012345678901.000",
+      "1234567890123456789012.0",
+      "999999999999999999999.9990",
+      "0.000001000",
+      "-0.0000001000",
+      "5.05050",
+      "10.10"
+    };
+    for (String text : texts) {
+      String canonical =
+          new String(
+              CanonicalJson.canonicalize(("[" + text + "]").getBytes(StandardCharsets.UTF_8)),
+              StandardCharsets.UTF_8);
+      assertThat(canonical)
+          .as(text)
+          .isEqualTo("[" + ExactNumberOracle.canonical(new BigDecimal(text)) + "]");
+    }
   }
 }
