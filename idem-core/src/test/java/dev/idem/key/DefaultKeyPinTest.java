@@ -1,9 +1,15 @@
 package dev.idem.key;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -132,6 +138,47 @@ class DefaultKeyPinTest {
       assertThat(canonical)
           .as(text)
           .isEqualTo("[" + ExactNumberOracle.canonical(new BigDecimal(text)) + "]");
+    }
+  }
+
+  /**
+   * Objects wider than 32 members sort on their name prefixes with a merge sort; names that share
+   * their first eight bytes fall back to the whole-name comparison there, and a duplicate among
+   * them is still found.
+   */
+  @Test
+  void wideObjectsWithSharedPrefixesSortByWholeNamesAndFindDuplicates() {
+    long seed = new Random().nextLong();
+    Random random = new Random(seed);
+    for (int round = 0; round < 200; round++) {
+      int n = 33 + random.nextInt(200);
+      TreeMap<String, Integer> sorted = new TreeMap<>(); // String order is UTF-16 code unit order
+      while (sorted.size() < n) {
+        String name =
+            switch (random.nextInt(3)) {
+              case 0 -> "shipping_" + random.nextInt(1000);
+              case 1 -> "n" + random.nextInt(1000);
+              default -> "shipping_address_line_" + random.nextInt(1000);
+            };
+        sorted.put(name, random.nextInt(100));
+      }
+      List<String> members = new ArrayList<>();
+      sorted.forEach((k, v) -> members.add("\"" + k + "\":" + v));
+      String expected = "{" + String.join(",", members) + "}";
+      Collections.shuffle(members, random);
+      String shuffled = "{" + String.join(",", members) + "}";
+      assertThat(
+              new String(
+                  CanonicalJson.canonicalize(shuffled.getBytes(StandardCharsets.UTF_8)),
+                  StandardCharsets.UTF_8))
+          .as("seed %d", seed)
+          .isEqualTo(expected);
+      members.add(random.nextInt(members.size()), members.get(random.nextInt(members.size())));
+      String withDuplicate = "{" + String.join(",", members) + "}";
+      assertThatThrownBy(
+              () -> CanonicalJson.canonicalize(withDuplicate.getBytes(StandardCharsets.UTF_8)))
+          .as("seed %d", seed)
+          .hasMessageContaining("duplicate member name");
     }
   }
 }
