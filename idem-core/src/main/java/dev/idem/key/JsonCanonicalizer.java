@@ -96,6 +96,7 @@ final class JsonCanonicalizer {
   private int[] order = new int[32];
   private int[] orderTmp = new int[32];
   private long[] keys = new long[32];
+  private long[] keysTmp = new long[32];
   private byte[] scratch = new byte[INITIAL];
   private final JsonNumbers numbers = new JsonNumbers();
   private final MessageDigest sha = Sha256Words.newDigest();
@@ -193,6 +194,7 @@ final class JsonCanonicalizer {
       order = new int[32];
       orderTmp = new int[32];
       keys = new long[32];
+      keysTmp = new long[32];
     }
   }
 
@@ -260,6 +262,9 @@ final class JsonCanonicalizer {
       if (nameEnd - nameStart > longestName) {
         longestName = nameEnd - nameStart;
       }
+      // Before the value: a value that is rewritten flushes the name to the output just before,
+      // and reading eight bytes across those fresh stores stalls (no store-to-load forwarding).
+      long prefix = namePrefix(nameStart, nameEnd);
       skipWhitespace();
       if (pos >= end || in[pos] != ':') {
         throw error("expected ':' after a member name");
@@ -270,7 +275,7 @@ final class JsonCanonicalizer {
         throw error("expected a value");
       }
       value(depth);
-      pushMember(nameStart, nameEnd, outPos());
+      pushMember(nameStart, nameEnd, outPos(), prefix);
       skipWhitespace();
       if (pos < end && in[pos] == ',') {
         pos++;
@@ -534,10 +539,7 @@ final class JsonCanonicalizer {
     if (p < end && in[p] == '0') {
       p++;
     } else if (p < end && in[p] >= '1' && in[p] <= '9') {
-      p++;
-      while (p < end && isDigit(in[p])) {
-        p++;
-      }
+      p = scanDigits(in, p + 1, end);
     } else {
       pos = p;
       throw error("a number needs a digit after '-'");
@@ -547,9 +549,7 @@ final class JsonCanonicalizer {
     int fracEnd = p;
     if (p < end && in[p] == '.') {
       fracStart = ++p;
-      while (p < end && isDigit(in[p])) {
-        p++;
-      }
+      p = scanDigits(in, p, end);
       if (p == fracStart) {
         pos = p;
         throw error("a number needs a digit after '.'");
@@ -595,8 +595,18 @@ final class JsonCanonicalizer {
       }
       return;
     }
-    if (!hasExponent && plainDecimalIsCanonical(in, intStart, intEnd, fracStart, fracEnd)) {
-      return;
+    if (!hasExponent && intEnd - intStart <= JsonNumbers.PLAIN_DIGITS) {
+      int cut = plainDecimalCut(in, intStart, intEnd, fracStart, fracEnd);
+      if (cut == fracEnd) {
+        return; // already canonical
+      }
+      if (cut > 0) {
+        // Canonical once its trailing fraction zeros (and a bare '.') are cut: the same bytes as
+        // JsonNumbers would write, with no copy (e.g. -12.50 -> -12.5, 7.000 -> 7).
+        flush(cut);
+        runStart = p;
+        return;
+      }
     }
     flush(s);
     // The only output that can outgrow its input: keep room for the rest of the input.
@@ -623,23 +633,56 @@ final class JsonCanonicalizer {
   }
 
   /**
-   * Whether a decimal without exponent is already canonical: no trailing zero in the fraction, at
-   * most {@link JsonNumbers#PLAIN_DIGITS} integer digits, and if the integer part is 0, fewer than
-   * 6 zeros after {@code 0.} (the range written in plain notation).
+   * Where the canonical form of a decimal without exponent, with at most {@link
+   * JsonNumbers#PLAIN_DIGITS} integer digits, ends in its own text, or -1 if it is not a prefix of
+   * that text. Such a number is written in plain notation with its digits as they are, except that
+   * trailing fraction zeros go (and the {@code '.'} if no fraction digit is left). Not a prefix: a
+   * zero value (written {@code 0}, whatever its sign or zeros), and {@code 0.000000ddd} with six or
+   * more zeros after the point (written {@code d.dde-n}).
+   *
+   * @return {@code fracEnd} if the text is canonical as it is, else the cut point or -1
    */
-  private static boolean plainDecimalIsCanonical(
+  private static int plainDecimalCut(
       byte[] in, int intStart, int intEnd, int fracStart, int fracEnd) {
-    if (intEnd - intStart > JsonNumbers.PLAIN_DIGITS || in[fracEnd - 1] == '0') {
-      return false;
+    int last = fracEnd;
+    while (last > fracStart && in[last - 1] == '0') {
+      last--;
     }
     if (in[intStart] != '0') {
-      return true; // JSON has no other leading zeros
+      // JSON has no other leading zeros: the integer part is the number's first digits.
+      return last == fracStart ? intEnd : last;
+    }
+    if (last == fracStart) {
+      return -1; // zero
     }
     int zeros = 0;
     while (in[fracStart + zeros] == '0') {
       zeros++;
     }
-    return zeros < 6;
+    return zeros < 6 ? last : -1;
+  }
+
+  /**
+   * Returns the index of the first byte at or after {@code p} that is not an ASCII digit (or {@code
+   * end}), eight bytes at a time: with the high bits cleared, adding 0x46 sets a byte's high bit
+   * iff it is at least {@code ':'}, adding 0x50 iff it is at least {@code '0'}, and neither sum
+   * carries into the next byte, so every flag is exact.
+   */
+  private static int scanDigits(byte[] in, int p, int end) {
+    while (p + 8 <= end) {
+      long x = (long) LONGS.get(in, p);
+      long low = x & 0x7F7F7F7F7F7F7F7FL;
+      long flags =
+          (x | (low + 0x4646464646464646L) | ~(low + 0x5050505050505050L)) & 0x8080808080808080L;
+      if (flags != 0) {
+        return p + (Long.numberOfTrailingZeros(flags) >>> 3);
+      }
+      p += 8;
+    }
+    while (p < end && isDigit(in[p])) {
+      p++;
+    }
+    return p;
   }
 
   private static boolean isDigit(byte b) {
@@ -670,7 +713,7 @@ final class JsonCanonicalizer {
     return b <= ' ' && (b == ' ' || b == '\n' || b == '\r' || b == '\t');
   }
 
-  private void pushMember(int nameStart, int nameEnd, int memberEnd) {
+  private void pushMember(int nameStart, int nameEnd, int memberEnd, long prefix) {
     if (memberTop + 3 > members.length) {
       members = Arrays.copyOf(members, members.length * 2);
       prefixes = Arrays.copyOf(prefixes, members.length / 3 + 1);
@@ -678,20 +721,22 @@ final class JsonCanonicalizer {
     members[memberTop] = nameStart;
     members[memberTop + 1] = nameEnd;
     members[memberTop + 2] = memberEnd;
-    int n = Math.min(8, nameEnd - nameStart - 2);
-    int at = runStart + nameStart + 1 - outLen; // the name's input offset, if it is in the run
-    long prefix;
-    if (nameStart >= outLen && at + 8 <= end) {
-      prefix = prefix(in, at, n); // the name is still in the pending run of input
-    } else if (nameEnd <= outLen && nameStart + 9 <= out.length) {
-      // Flushed whole, e.g. the name of a member whose value is an object that was sorted: read
-      // it from the output the same way (bytes past the name are masked off).
-      prefix = prefix(out, nameStart + 1, n);
-    } else {
-      prefix = prefixOfOutput(nameStart, n);
-    }
     prefixes[memberTop / 3] = prefix;
     memberTop += 3;
+  }
+
+  /** The sort prefix (see {@link #prefixes}) of the name just read at output offset nameStart. */
+  private long namePrefix(int nameStart, int nameEnd) {
+    int n = Math.min(8, nameEnd - nameStart - 2);
+    int at = runStart + nameStart + 1 - outLen; // the name's input offset, if it is in the run
+    if (nameStart >= outLen && at + 8 <= end) {
+      return prefix(in, at, n); // the name is still in the pending run of input
+    } else if (nameEnd <= outLen && nameStart + 9 <= out.length) {
+      // Flushed whole (a name with an escape): read it from the output the same way (bytes past
+      // the name are masked off).
+      return prefix(out, nameStart + 1, n);
+    }
+    return prefixOfOutput(nameStart, n);
   }
 
   /** The prefix (see {@link #prefixes}) of the {@code n <= 8} name bytes at {@code in[at]}. */
@@ -741,6 +786,7 @@ final class JsonCanonicalizer {
       order = new int[Math.max(n, order.length * 2)];
       orderTmp = new int[order.length];
       keys = new long[order.length];
+      keysTmp = new long[order.length];
     }
     if (!sortByPrefix(base, n)) {
       boolean sorted = true;
@@ -764,16 +810,26 @@ final class JsonCanonicalizer {
     int regionStart = members[base];
     int regionEnd = members[memberTop - 1];
     int length = regionEnd - regionStart;
-    if (scratch.length < length) {
-      scratch = new byte[Math.max(length, scratch.length * 2)];
+    if (scratch.length < length + 8) {
+      scratch = new byte[Math.max(length + 8, scratch.length * 2)];
     }
+    byte[] scratch = this.scratch;
+    byte[] out = this.out;
     System.arraycopy(out, regionStart, scratch, 0, length);
     int w = regionStart;
     for (int i = 0; i < n; i++) {
       int m = order[i];
       int from = members[m] - regionStart;
       int len = members[m + 2] - members[m];
-      System.arraycopy(scratch, from, out, w, len);
+      if (len <= 64 && w + len + 8 <= regionEnd) {
+        // A short member, not the last one: eight bytes at a time (cheaper than arraycopy at
+        // this size). The bytes written past it are rewritten by the comma and the next member.
+        for (int k = 0; k < len; k += 8) {
+          LONGS.set(out, w + k, (long) LONGS.get(scratch, from + k));
+        }
+      } else {
+        System.arraycopy(scratch, from, out, w, len);
+      }
       w += len;
       if (i < n - 1) {
         out[w++] = ',';
@@ -782,15 +838,12 @@ final class JsonCanonicalizer {
   }
 
   /**
-   * The common case: a small object whose names all start with distinct plain-ASCII 8-byte prefixes
-   * sorts by those prefixes alone (an insertion sort over longs). Fills {@link #order} (or sets
-   * {@code order[0] = -1} if the members are already in order) and returns true, or returns false
-   * if the general sort is needed.
+   * The common case: an object whose names all start with distinct plain-ASCII 8-byte prefixes
+   * sorts by those prefixes alone (a sort over longs; equal prefixes compare the whole names).
+   * Fills {@link #order} (or sets {@code order[0] = -1} if the members are already in order) and
+   * returns true, or returns false if the general sort is needed.
    */
   private boolean sortByPrefix(int base, int n) {
-    if (n > 32) {
-      return false;
-    }
     long[] keys = this.keys;
     int[] order = this.order;
     int first = base / 3;
@@ -804,18 +857,30 @@ final class JsonCanonicalizer {
         sorted = false;
       }
       keys[i] = key; // non-negative: signed order is unsigned order
+      order[i] = base + 3 * i;
     }
     if (sorted) {
       order[0] = -1;
       return true;
     }
-    for (int i = 0; i < n; i++) {
+    if (n <= 32) {
+      insertionSortByPrefix(keys, order, 0, n);
+    } else {
+      // Wide objects (e.g. a map of ids): an insertion sort's moves grow with n^2.
+      mergeSortByPrefix(keys, order, 0, n);
+    }
+    return true;
+  }
+
+  /** Sorts {@code keys[from, to)} and {@code order} with them; ties compare the whole names. */
+  private void insertionSortByPrefix(long[] keys, int[] order, int from, int to) {
+    for (int i = from + 1; i < to; i++) {
       long key = keys[i];
-      int member = base + 3 * i;
+      int member = order[i];
       int j = i - 1;
       // A shared prefix (e.g. shipping_address, shipping_lines) compares the whole names, which
       // also catches duplicates.
-      while (j >= 0
+      while (j >= from
           && (keys[j] > key || (keys[j] == key && compareMembers(order[j], member) > 0))) {
         keys[j + 1] = keys[j];
         order[j + 1] = order[j];
@@ -824,7 +889,39 @@ final class JsonCanonicalizer {
       keys[j + 1] = key;
       order[j + 1] = member;
     }
-    return true;
+  }
+
+  /**
+   * Stable merge sort of {@code keys[from, to)} with {@code order}; ties compare the whole names
+   * (two equal names end up adjacent, so they are compared somewhere and found as duplicates).
+   */
+  private void mergeSortByPrefix(long[] keys, int[] order, int from, int to) {
+    if (to - from <= 16) {
+      insertionSortByPrefix(keys, order, from, to);
+      return;
+    }
+    int mid = (from + to) >>> 1;
+    mergeSortByPrefix(keys, order, from, mid);
+    mergeSortByPrefix(keys, order, mid, to);
+    if (keys[mid - 1] < keys[mid]) {
+      return;
+    }
+    long[] kt = keysTmp;
+    int[] ot = orderTmp;
+    System.arraycopy(keys, from, kt, from, to - from);
+    System.arraycopy(order, from, ot, from, to - from);
+    int i = from;
+    int j = mid;
+    for (int k = from; k < to; k++) {
+      if (j >= to
+          || (i < mid && (kt[i] < kt[j] || (kt[i] == kt[j] && compareMembers(ot[i], ot[j]) < 0)))) {
+        keys[k] = kt[i];
+        order[k] = ot[i++];
+      } else {
+        keys[k] = kt[j];
+        order[k] = ot[j++];
+      }
+    }
   }
 
   /** Stable merge sort of member indexes; insertion sort for short runs. */

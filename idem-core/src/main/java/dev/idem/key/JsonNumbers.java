@@ -72,17 +72,28 @@ final class JsonNumbers {
   }
 
   private int write(int total, boolean negative, long exponent, byte[] out, int o) {
+    // The integer part has no leading zeros in JSON unless it is "0"; the scans run over each part
+    // directly rather than through digit(i).
+    byte[] in = this.in;
     int first = 0;
-    while (first < total && digit(first) == '0') {
-      first++;
-    }
-    if (first == total) {
-      out[o] = '0'; // zero, whatever its sign or exponent
-      return o + 1;
+    if (in[intStart] == '0') {
+      first = intLen;
+      while (first < total && in[fracStart + first - intLen] == '0') {
+        first++;
+      }
+      if (first == total) {
+        out[o] = '0'; // zero, whatever its sign or exponent
+        return o + 1;
+      }
     }
     int last = total - 1;
-    while (digit(last) == '0') {
+    while (last >= intLen && in[fracStart + last - intLen] == '0') {
       last--;
+    }
+    if (last < intLen) {
+      while (in[intStart + last] == '0') {
+        last--;
+      }
     }
     int k = last - first + 1;
     long n = intLen - first + exponent; // the value is 0.D x 10^n, D the k significant digits
@@ -96,20 +107,25 @@ final class JsonNumbers {
     return i < intLen ? in[intStart + i] : in[fracStart + i - intLen];
   }
 
-  /** Copies digits {@code [from, from + count)} of the sequence to {@code out[o]}. */
+  /**
+   * Copies digits {@code [from, from + count)} of the sequence to {@code out[o]}, byte by byte: a
+   * number has a few digits, fewer than an {@code arraycopy} call is worth.
+   */
   private int digits(int from, int count, byte[] out, int o) {
+    byte[] in = this.in;
     int end = from + count;
     if (from < intLen) {
       int n = Math.min(end, intLen) - from;
-      System.arraycopy(in, intStart + from, out, o, n);
+      for (int i = 0, src = intStart + from; i < n; i++) {
+        out[o + i] = in[src + i];
+      }
       o += n;
       from += n;
     }
-    if (from < end) {
-      System.arraycopy(in, fracStart + from - intLen, out, o, end - from);
-      o += end - from;
+    for (int i = 0, n = end - from, src = fracStart + from - intLen; i < n; i++) {
+      out[o + i] = in[src + i];
     }
-    return o;
+    return o + Math.max(0, end - from);
   }
 
   /**
