@@ -297,8 +297,9 @@ public final class ServiceAssembly {
                 .listener(metrics.dedupListener())
                 .build();
         if (store instanceof OutboxStore o && store.capabilities().outbox()) {
-          // With ordering, the store keeps each ordering key's entries in order (all instances).
-          outbox = p.ordering() != null ? new OrderingKeyOutbox(o, edge::decode) : o;
+          // With ordering, the pipeline gives each entry its ordering key, so the store keeps each
+          // key's entries in order (on all instances, across restarts).
+          outbox = o;
         }
         b.dedup(dedup, outbox);
         if (d.mode() == DedupMode.REPLAY) {
