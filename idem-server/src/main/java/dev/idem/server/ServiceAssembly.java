@@ -19,6 +19,7 @@ import dev.idem.server.config.DedupSettings;
 import dev.idem.server.config.DeliveryMode;
 import dev.idem.server.config.IdemConfig;
 import dev.idem.server.config.KeySpec;
+import dev.idem.server.config.OrderingFailure;
 import dev.idem.server.config.OrderingSettings;
 import dev.idem.server.config.PipelineSettings;
 import dev.idem.server.config.StoreSettings;
@@ -388,7 +389,8 @@ public final class ServiceAssembly {
                 sink,
                 p.deliver().retry(),
                 deliveries,
-                config.storeOf(p).faults().claimTimeout());
+                config.storeOf(p).faults().claimTimeout(),
+                p.ordering() != null && p.ordering().onFailure() == OrderingFailure.BLOCK);
         background.add(dispatcher);
         b.onEnqueued(dispatcher::wakeUp);
       }
