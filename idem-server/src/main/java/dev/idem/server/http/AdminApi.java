@@ -37,6 +37,7 @@ import java.util.Base64;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.function.BiFunction;
@@ -783,7 +784,7 @@ public final class AdminApi implements AutoCloseable {
 
   private Answer blockedKeys(Pipeline p) {
     if (asyncPoison(p)) {
-      OutboxStore box = java.util.Objects.requireNonNull(asyncOutbox(p));
+      OutboxStore box = Objects.requireNonNull(asyncOutbox(p));
       ObjectNode root = JSON.createObjectNode();
       root.put("pipeline", p.id());
       root.put("delivery", "async");
@@ -843,7 +844,7 @@ public final class AdminApi implements AutoCloseable {
 
   private Answer unblock(Pipeline p, String orderingKey, boolean skip) {
     if (asyncPoison(p)) {
-      return unblockAsync(p, java.util.Objects.requireNonNull(asyncOutbox(p)), orderingKey, skip);
+      return unblockAsync(p, Objects.requireNonNull(asyncOutbox(p)), orderingKey, skip);
     }
     PoisonKeys poison = p.poisonKeys();
     Deduplicator dedup = p.dedup();
