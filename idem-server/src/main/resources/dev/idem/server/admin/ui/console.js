@@ -442,7 +442,11 @@
       else if (parts[2] === 'blocked-keys') { page = function () { return blockedKeysPage(id); }; }
       else { page = function () { return decisionsPage(id); }; }
       page().then(function () {
-        if (parts[2] !== 'dead-letters') { startRefresh(function () { page().catch(showError); }); }
+        // Dead letters page by cursor, and the blocked-keys list reads up to 10,000 outbox
+        // entries: neither refreshes on its own.
+        if (parts[2] !== 'dead-letters' && parts[2] !== 'blocked-keys') {
+          startRefresh(function () { page().catch(showError); });
+        }
       }, showError);
       return;
     }
