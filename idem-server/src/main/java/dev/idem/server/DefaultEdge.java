@@ -88,12 +88,25 @@ public final class DefaultEdge implements Edge {
       RetryPolicy retry,
       DeliveryListener listener,
       Duration claimTimeout) {
+    return dispatcher(pipeline, outbox, sink, retry, listener, claimTimeout, false);
+  }
+
+  @Override
+  public Dispatcher dispatcher(
+      String pipeline,
+      OutboxStore outbox,
+      Sink sink,
+      RetryPolicy retry,
+      DeliveryListener listener,
+      Duration claimTimeout,
+      boolean blockOnFailure) {
     OutboxDispatcher d =
         OutboxDispatcher.builder(pipeline, outbox, sink)
             .retryPolicy(retry)
             .listener(listener)
             .decoder(DeliveryCodec::decode)
             .claimTimeout(claimTimeout)
+            .blockOnFailure(blockOnFailure)
             .start();
     return new Dispatcher() {
       @Override

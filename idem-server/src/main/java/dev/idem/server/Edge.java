@@ -98,6 +98,40 @@ public interface Edge {
   }
 
   /**
+   * Starts delivering a pipeline's outbox queue with a given claim timeout and poison-key handling;
+   * see {@link #dispatcher(String, OutboxStore, Sink, RetryPolicy, DeliveryListener, Duration)}.
+   * With {@code blockOnFailure} ({@code ordering.on_failure: block}), an ordered entry that fails
+   * for good keeps its ordering key blocked until an operator skips or retries it, instead of being
+   * dead lettered. The default supports only {@code blockOnFailure = false}.
+   *
+   * @param pipeline the pipeline id (the outbox queue)
+   * @param outbox the store's outbox
+   * @param sink the sink
+   * @param retry the retry policy
+   * @param listener hears outcomes
+   * @param claimTimeout how long a claim hides an entry ({@code store.claim_timeout})
+   * @param blockOnFailure whether a failing ordered entry blocks its key
+   * @return the running dispatcher
+   * @throws dev.idem.IdemConfigException if {@code blockOnFailure} is set and this edge cannot
+   *     block keys
+   */
+  default Dispatcher dispatcher(
+      String pipeline,
+      OutboxStore outbox,
+      Sink sink,
+      RetryPolicy retry,
+      DeliveryListener listener,
+      Duration claimTimeout,
+      boolean blockOnFailure) {
+    if (blockOnFailure) {
+      throw new IdemConfigException(
+          "this edge's outbox dispatcher cannot block poison keys; use ordering.on_failure:"
+              + " dead_letter");
+    }
+    return dispatcher(pipeline, outbox, sink, retry, listener, claimTimeout);
+  }
+
+  /**
    * Encodes a delivery as an outbox payload.
    *
    * @param delivery the delivery

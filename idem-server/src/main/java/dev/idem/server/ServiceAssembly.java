@@ -18,6 +18,7 @@ import dev.idem.server.config.DedupSettings;
 import dev.idem.server.config.DeliveryMode;
 import dev.idem.server.config.IdemConfig;
 import dev.idem.server.config.KeySpec;
+import dev.idem.server.config.OrderingFailure;
 import dev.idem.server.config.OrderingSettings;
 import dev.idem.server.config.PipelineSettings;
 import dev.idem.server.config.StoreSettings;
@@ -296,8 +297,9 @@ public final class ServiceAssembly {
                 .listener(metrics.dedupListener())
                 .build();
         if (store instanceof OutboxStore o && store.capabilities().outbox()) {
-          // With ordering, the store keeps each ordering key's entries in order (all instances).
-          outbox = p.ordering() != null ? new OrderingKeyOutbox(o, edge::decode) : o;
+          // With ordering, the pipeline gives each entry its ordering key, so the store keeps each
+          // key's entries in order (on all instances, across restarts).
+          outbox = o;
         }
         b.dedup(dedup, outbox);
         if (d.mode() == DedupMode.REPLAY) {
@@ -386,7 +388,8 @@ public final class ServiceAssembly {
                 sink,
                 p.deliver().retry(),
                 deliveries,
-                config.storeOf(p).faults().claimTimeout());
+                config.storeOf(p).faults().claimTimeout(),
+                p.ordering() != null && p.ordering().onFailure() == OrderingFailure.BLOCK);
         background.add(dispatcher);
         b.onEnqueued(dispatcher::wakeUp);
       }

@@ -430,6 +430,54 @@ abstract class OrderedOutboxChecks extends ContractChecks {
     assertThat(texts(again.claim(queue(), 10, now(), CLAIM))).containsExactly("a/1");
   }
 
+  /**
+   * What a poison key with {@code ordering.on_failure: block} relies on (the service parks the
+   * failing head far in the future instead of dead-lettering it): a head parked until year 9999
+   * holds its key and only its key, keeps its time across a reopen and the release of earlier
+   * claims, shows in {@link OutboxStore#pending} with its error, and moves on when an operator
+   * dead-letters it by id (skip) or makes it due now by id, in place (retry).
+   */
+  @Test
+  void aHeadParkedUntilYear9999HoldsItsKeyUntilItIsDeadLetteredOrMadeDueById() {
+    // given key a's head parked until 9999-12-31T23:59:59.999Z, and key b's entry
+    OutboxStore outbox = fx.assumeOutbox();
+    long parked = 253_402_300_799_999L;
+    enqueue(outbox, queue(), "a", 1);
+    enqueue(outbox, queue(), "a", 2);
+    enqueue(outbox, queue(), "a", 3);
+    OutboxRecord head = outbox.claim(queue(), 10, now(), CLAIM).get(0);
+    assertThat(outbox.reschedule(head, parked, "[blocked] HTTP 400")).as("park").isTrue();
+    enqueue(outbox, queue(), "b", 1);
+
+    // then only b comes out, however much later
+    advance(7L * 24 * 3_600_000);
+    List<OutboxRecord> others = outbox.claim(queue(), 10, now(), CLAIM);
+    assertThat(texts(others)).containsExactly("b/1");
+    assertThat(outbox.acknowledge(others.get(0))).as("acknowledge b/1").isTrue();
+    PendingEntry p = outbox.pending(queue(), 10).get(0);
+    assertThat(p.id()).isEqualTo(head.id());
+    assertThat(p.availableAtMillis()).as("the parked time, exactly").isEqualTo(parked);
+    assertThat(p.lastError()).isEqualTo("[blocked] HTTP 400");
+    if (fx.capabilities().durable()) {
+      outbox = (OutboxStore) fx.reopen(store());
+      outbox.releaseClaimsOfEarlierRuns(queue());
+      advance(CLAIM);
+      assertThat(outbox.claim(queue(), 10, now(), CLAIM)).as("after a reopen").isEmpty();
+    }
+
+    // when an operator makes it due now by id (retry), it comes out again before a/2
+    outbox.reschedule(queue(), head.id(), now(), "retried");
+    OutboxRecord again = outbox.claim(queue(), 10, now(), CLAIM).get(0);
+    assertThat(text(again)).isEqualTo("a/1");
+    assertThat(again.lastError()).isEqualTo("retried");
+
+    // when it is parked again and dead lettered by id (skip), the key moves on to a/2
+    assertThat(outbox.reschedule(again, parked, "[blocked] HTTP 400")).as("park again").isTrue();
+    outbox.deadLetter(queue(), head.id(), "skipped", now());
+    assertThat(texts(outbox.claim(queue(), 10, now(), CLAIM))).containsExactly("a/2");
+    assertThat(outbox.findDeadLetter(queue(), head.id())).isPresent();
+  }
+
   @Test
   void numbersBelowOneAreRejectedAlikeByEveryStore() {
     OutboxStore outbox = fx.assumeOutbox();

@@ -31,11 +31,11 @@ import picocli.CommandLine.Spec;
 
 /**
  * The commands that act on a running service through its admin API: {@code idem dead-letters
- * list|show|requeue|purge} and {@code idem explain}. Each takes the service's address ({@code
- * --url}, or {@code IDEM_URL}, default {@code http://127.0.0.1:8080}) and the admin token ({@code
- * IDEM_ADMIN_TOKEN}, or {@code --token}, which other users of the machine can see in the process
- * list), prints the API's JSON answer on standard output and exits 0, or prints the API's error
- * message and exits 1.
+ * list|show|requeue|purge}, {@code idem blocked-keys list|skip|retry} and {@code idem explain}.
+ * Each takes the service's address ({@code --url}, or {@code IDEM_URL}, default {@code
+ * http://127.0.0.1:8080}) and the admin token ({@code IDEM_ADMIN_TOKEN}, or {@code --token}, which
+ * other users of the machine can see in the process list), prints the API's JSON answer on standard
+ * output and exits 0, or prints the API's error message and exits 1.
  */
 final class AdminCommands {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -313,6 +313,120 @@ final class AdminCommands {
         }
         return 0;
       }
+    }
+  }
+
+  /** {@code idem blocked-keys}: the group; without a subcommand, its usage. */
+  @Command(
+      name = "blocked-keys",
+      mixinStandardHelpOptions = true,
+      description =
+          "List a pipeline's blocked ordering keys (poison keys) on a running service, or skip or"
+              + " retry the event that blocks one.",
+      subcommands = {BlockedKeys.List.class, BlockedKeys.Skip.class, BlockedKeys.Retry.class})
+  static final class BlockedKeys implements Callable<Integer> {
+    @Spec CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() {
+      PrintWriter err = spec.commandLine().getErr();
+      err.println("idem blocked-keys: give list, skip or retry");
+      spec.commandLine().usage(err);
+      err.flush();
+      return IdemCli.USAGE;
+    }
+
+    /** {@code idem blocked-keys list PIPELINE}. */
+    @Command(
+        name = "list",
+        mixinStandardHelpOptions = true,
+        description =
+            "List the blocked ordering keys: key, since when, attempts, last error, the blocked"
+                + " event (async: kept in the store, the same on every instance; sync: this"
+                + " instance's).")
+    static final class List implements Callable<Integer> {
+      @Mixin Target target;
+
+      @Parameters(index = "0", paramLabel = "PIPELINE", description = "the pipeline id")
+      String pipeline;
+
+      @Spec CommandLine.Model.CommandSpec spec;
+
+      @Override
+      public Integer call() {
+        print(
+            spec, target.call("GET", "/admin/pipelines/" + enc(pipeline) + "/blocked-keys", null));
+        return 0;
+      }
+    }
+
+    /** {@code idem blocked-keys skip PIPELINE ORDERING_KEY...}. */
+    @Command(
+        name = "skip",
+        mixinStandardHelpOptions = true,
+        description =
+            "Give the blocking event up so its ordering key moves on (async: it becomes a dead"
+                + " letter; sync: its key is committed).")
+    static final class Skip implements Callable<Integer> {
+      @Mixin Target target;
+
+      @Parameters(index = "0", paramLabel = "PIPELINE", description = "the pipeline id")
+      String pipeline;
+
+      @Parameters(
+          index = "1..*",
+          arity = "1..*",
+          paramLabel = "ORDERING_KEY",
+          description = "ordering keys, as the list prints them")
+      java.util.List<String> keys = new ArrayList<>();
+
+      @Spec CommandLine.Model.CommandSpec spec;
+
+      @Override
+      public Integer call() {
+        for (String key : keys) {
+          print(spec, unblock(target, pipeline, key, "skip"));
+        }
+        return 0;
+      }
+    }
+
+    /** {@code idem blocked-keys retry PIPELINE ORDERING_KEY...}. */
+    @Command(
+        name = "retry",
+        mixinStandardHelpOptions = true,
+        description =
+            "Try the blocking event again with its attempts reset; the key's later events still"
+                + " wait behind it.")
+    static final class Retry implements Callable<Integer> {
+      @Mixin Target target;
+
+      @Parameters(index = "0", paramLabel = "PIPELINE", description = "the pipeline id")
+      String pipeline;
+
+      @Parameters(
+          index = "1..*",
+          arity = "1..*",
+          paramLabel = "ORDERING_KEY",
+          description = "ordering keys, as the list prints them")
+      java.util.List<String> keys = new ArrayList<>();
+
+      @Spec CommandLine.Model.CommandSpec spec;
+
+      @Override
+      public Integer call() {
+        for (String key : keys) {
+          print(spec, unblock(target, pipeline, key, "retry"));
+        }
+        return 0;
+      }
+    }
+
+    private static JsonNode unblock(Target target, String pipeline, String key, String what) {
+      return target.call(
+          "POST",
+          "/admin/pipelines/" + enc(pipeline) + "/blocked-keys/" + enc(key) + "/" + what,
+          "");
     }
   }
 

@@ -52,10 +52,10 @@ import picocli.CommandLine.Spec;
 /**
  * The {@code idem} command: {@code serve}, {@code check-config}, {@code key}, {@code inspect},
  * {@code forget}, and against a running service's admin API {@code dead-letters
- * list|show|requeue|purge} and {@code explain} ({@link AdminCommands}). Exit codes: 0 done, 1 the
- * command failed (bad config, no key, store error, port in use), 2 bad usage (including {@code
- * idem} with no command, which prints the usage). A failure is printed as one line per problem,
- * never a stack trace.
+ * list|show|requeue|purge}, {@code blocked-keys list|skip|retry} and {@code explain} ({@link
+ * AdminCommands}). Exit codes: 0 done, 1 the command failed (bad config, no key, store error, port
+ * in use), 2 bad usage (including {@code idem} with no command, which prints the usage). A failure
+ * is printed as one line per problem, never a stack trace.
  */
 @Command(
     name = "idem",
@@ -69,6 +69,7 @@ import picocli.CommandLine.Spec;
       IdemCli.Inspect.class,
       IdemCli.Forget.class,
       AdminCommands.DeadLetters.class,
+      AdminCommands.BlockedKeys.class,
       AdminCommands.Explain.class
     })
 public final class IdemCli implements Callable<Integer> {
@@ -131,7 +132,8 @@ public final class IdemCli implements Callable<Integer> {
   public Integer call() {
     PrintWriter err = spec.commandLine().getErr();
     err.println(
-        "idem: give a command (serve, check-config, key, inspect, forget, dead-letters or explain)");
+        "idem: give a command (serve, check-config, key, inspect, forget, dead-letters,"
+            + " blocked-keys or explain)");
     spec.commandLine().usage(err);
     err.flush();
     return USAGE;

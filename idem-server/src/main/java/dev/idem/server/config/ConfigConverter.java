@@ -526,6 +526,12 @@ final class ConfigConverter {
           "needs a dedup step: the last sequence of each key is kept in the dedup store; add dedup"
               + " (e.g. dedup: { key: source.id })");
     }
+    if (ordering != null && ordering.onFailure() == OrderingFailure.BLOCK && p.dedup == null) {
+      problem(
+          at + ".ordering.on_failure",
+          "block needs a dedup step: a failing event is recognised by its key, and skipping it"
+              + " commits that key; add dedup (e.g. dedup: { key: source.id })");
+    }
     String jq = null;
     if (p.transform != null) {
       if (p.transform.jq == null || p.transform.jq.isBlank()) {
@@ -613,15 +619,6 @@ final class ConfigConverter {
                 + p.id
                 + "}:'; all its keys then live on one shard), or use mode: sync");
       }
-    }
-    if (ordering != null
-        && ordering.onFailure() == OrderingFailure.BLOCK
-        && deliver.mode() == DeliveryMode.ASYNC) {
-      problem(
-          at + ".ordering.on_failure",
-          "block is for deliver.mode: sync for now; async delivery dead-letters an entry that"
-              + " exhausts deliver.retries and its key's next entry proceeds (on_failure:"
-              + " dead_letter)");
     }
     if (dedup != null && dedup.mode() == DedupMode.REPLAY && deliver.mode() != DeliveryMode.SYNC) {
       problem(

@@ -48,6 +48,11 @@ import org.slf4j.LoggerFactory;
  *       key is <em>blocked</em>: later entries of that key are not delivered before it (they are
  *       handed back to the outbox, due when the failed entry is, and behind it in append order). A
  *       dead-lettered entry unblocks its key: the later ones go on.
+ *   <li>Poison keys ({@link Builder#blockOnFailure}): with {@code ordering.on_failure: block}, an
+ *       ordered entry that fails for good is not dead lettered but parked as its key's head, so the
+ *       store keeps the key blocked on every instance and across restarts while other keys go on,
+ *       until an operator skips it (it becomes a dead letter, the key moves on) or retries it (its
+ *       attempts start again); see {@link BlockedKeys}.
  *   <li>Bounded: at most {@code concurrency} deliveries run at once (entries without an ordering
  *       key, and different keys, run in parallel), and at most {@code maxInFlight} claimed entries
  *       wait in memory.
@@ -108,6 +113,7 @@ public final class OutboxDispatcher implements AutoCloseable {
   private final Function<byte[], Delivery> decoder;
   private final int batchSize;
   private final int maxInFlight;
+  private final boolean blockOnFailure;
   private final long claimMillis;
   private final long pollNanos;
   private final Duration closeTimeout;
@@ -142,6 +148,7 @@ public final class OutboxDispatcher implements AutoCloseable {
     this.decoder = b.decoder;
     this.batchSize = b.batchSize;
     this.maxInFlight = b.maxInFlight;
+    this.blockOnFailure = b.blockOnFailure;
     this.claimMillis = b.claimTimeout.toMillis();
     this.pollNanos = b.pollInterval.toNanos();
     this.closeTimeout = b.closeTimeout;
@@ -483,7 +490,12 @@ public final class OutboxDispatcher implements AutoCloseable {
     lock.lock();
     try {
       record = entry.record;
-      attempt = Math.max(1, record.attempts() - unusedClaims.getOrDefault(record.id(), 0));
+      attempt =
+          Math.max(
+              1,
+              record.attempts()
+                  - unusedClaims.getOrDefault(record.id(), 0)
+                  - BlockedKeys.attemptsFrom(record.lastError()));
     } finally {
       lock.unlock();
     }
@@ -516,7 +528,12 @@ public final class OutboxDispatcher implements AutoCloseable {
     }
 
     DeliveryOutcome.Failed failed = (DeliveryOutcome.Failed) outcome;
-    if (!failed.retryable() || attempt >= retry.maxAttempts()) {
+    boolean forGood = !failed.retryable() || attempt >= retry.maxAttempts();
+    if (forGood && blockOnFailure && delivery.orderingKey() != null) {
+      block(record, delivery, attempt, failed, now);
+      return SETTLED; // the store holds the key (the entry stays its head); the lane moves on
+    }
+    if (forGood) {
       String reason =
           (failed.retryable()
                   ? "gave up after " + attempt + (attempt == 1 ? " attempt: " : " attempts: ")
@@ -557,7 +574,10 @@ public final class OutboxDispatcher implements AutoCloseable {
     long retryAt =
         now + retry.backoff(attempt, jitter.getAsDouble(), failed.retryAfter()).toMillis();
     try {
-      if (!outbox.reschedule(record, retryAt, failed.error())) {
+      String error =
+          BlockedKeys.attemptsFromError(
+              BlockedKeys.attemptsFrom(record.lastError()), failed.error());
+      if (!outbox.reschedule(record, retryAt, error)) {
         tookOver(id, "failed");
       }
     } catch (RuntimeException e) {
@@ -580,6 +600,60 @@ public final class OutboxDispatcher implements AutoCloseable {
     Listeners.retry(listener, delivery.pipeline(), attempt, failed.error());
     retryDueAt(retryAt);
     return retryAt;
+  }
+
+  /**
+   * Blocks an ordered entry that failed for good ({@code ordering.on_failure: block}): parks it as
+   * its key's head until an operator skips or retries it (see {@link BlockedKeys}).
+   */
+  private void block(
+      OutboxRecord record,
+      Delivery delivery,
+      int attempt,
+      DeliveryOutcome.Failed failed,
+      long now) {
+    long id = record.id();
+    String why = failed.retryable() ? "no retries left" : "not retryable";
+    AttemptLog.failed(
+        LOG,
+        delivery,
+        attempt,
+        retry.maxAttempts(),
+        failed.error(),
+        null,
+        "ordering key blocked: " + why);
+    try {
+      if (outbox.reschedule(
+          record,
+          BlockedKeys.PARKED_UNTIL,
+          BlockedKeys.blockedError(now, attempt, failed.error()))) {
+        LogFields.delivery(
+            queue,
+            id,
+            record.key().toHex(),
+            () ->
+                LOG.warn(
+                    "outbox queue {}: entry {} failed for good ({}) and its ordering key {} is"
+                        + " blocked (ordering.on_failure: block) until an operator skips or retries"
+                        + " it (GET /admin/pipelines/{}/blocked-keys); other keys go on",
+                    queue,
+                    id,
+                    why,
+                    delivery.orderingKey(),
+                    queue));
+      } else {
+        tookOver(id, "failed for good");
+      }
+    } catch (RuntimeException e) {
+      LOG.warn(
+          "outbox queue {}: entry {} failed for good but its key could not be blocked; it will be"
+              + " tried again after its claim runs out: {}",
+          queue,
+          id,
+          e.toString());
+    }
+    forgetUnusedClaims(id);
+    Listeners.gaveUp(listener, delivery.pipeline(), attempt, failed.error(), false);
   }
 
   /** Logs an answer the store fenced off: the claim ran out and another claim took the entry. */
@@ -798,6 +872,7 @@ public final class OutboxDispatcher implements AutoCloseable {
     private int concurrency = 4;
     private int batchSize = 32;
     private int maxInFlight = 128;
+    private boolean blockOnFailure;
     private Duration pollInterval = Duration.ofSeconds(1);
     private Duration claimTimeout = Duration.ofMinutes(5);
     private Duration closeTimeout = Duration.ofSeconds(10);
@@ -912,6 +987,22 @@ public final class OutboxDispatcher implements AutoCloseable {
             "outbox max in flight must be 1 to 100000, got " + maxInFlight);
       }
       this.maxInFlight = maxInFlight;
+      return this;
+    }
+
+    /**
+     * Sets what happens to an entry with an ordering key that fails for good (its retries are
+     * exhausted, or the failure is not retryable): {@code false} (default, {@code
+     * ordering.on_failure: dead_letter}) moves it to the dead letters and its key moves on; {@code
+     * true} ({@code on_failure: block}) parks it as its key's head, so the key stays blocked (in
+     * the store: on every instance, across restarts) until an operator skips or retries it ({@link
+     * BlockedKeys}). Entries without an ordering key are dead lettered either way.
+     *
+     * @param blockOnFailure whether a failing ordered entry blocks its key
+     * @return this builder
+     */
+    public Builder blockOnFailure(boolean blockOnFailure) {
+      this.blockOnFailure = blockOnFailure;
       return this;
     }
 

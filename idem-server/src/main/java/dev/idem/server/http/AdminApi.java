@@ -12,6 +12,7 @@ import dev.idem.StoreUnavailableException;
 import dev.idem.TimeSource;
 import dev.idem.key.Principal;
 import dev.idem.server.admin.Explainer;
+import dev.idem.server.deliver.BlockedKeys;
 import dev.idem.server.deliver.Delivery;
 import dev.idem.server.metrics.DecisionSampler;
 import dev.idem.server.metrics.IdemMetrics;
@@ -36,6 +37,7 @@ import java.util.Base64;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.function.BiFunction;
@@ -70,9 +72,12 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code POST /admin/pipelines/{id}/dead-letters/{n}/requeue}: deliver it again through the
  *       outbox, with the same {@code Idempotency-Key}; the key stays committed (dedup is bypassed);
  *   <li>{@code GET /admin/pipelines/{id}/blocked-keys}: ordering keys with a failing (poison)
- *       event, in backoff or blocked; {@code POST /admin/pipelines/{id}/blocked-keys/{key}/skip}
- *       gives the event up (its key committed) and lets the key move on, {@code .../retry} starts
- *       its attempts again;
+ *       event. Async delivery: the keys blocked in the outbox ({@code on_failure: block}), the same
+ *       on every instance; {@code POST /admin/pipelines/{id}/blocked-keys/{key}/skip} makes the
+ *       blocked entry a dead letter and the key moves on, {@code .../retry} delivers it again with
+ *       its attempts reset. Sync delivery: the keys in backoff or blocked whose failures this
+ *       instance saw (instance-local); skip commits the event's key and lets the key move on, retry
+ *       starts its attempts again;
  *   <li>{@code POST /admin/pipelines/{id}/keys/{key}/redeliver}: requeue the dead letter of a
  *       committed key, where the pipeline still keeps its event;
  *   <li>{@code POST /admin/pipelines/{id}/explain} with {@code {"body": "...", "headers": {...},
@@ -583,11 +588,18 @@ public final class AdminApi implements AutoCloseable {
       }
       n.put("attempts", e.attempts());
       n.put("enqueued_at", iso(e.enqueuedAtMillis()));
-      n.put("next_attempt_at", iso(e.availableAtMillis()));
-      if (e.lastError() == null) {
+      boolean blocked = BlockedKeys.isBlocked(e.lastError());
+      n.put("blocked", blocked);
+      if (blocked) {
+        n.putNull("next_attempt_at"); // until an operator skips or retries it
+      } else {
+        n.put("next_attempt_at", iso(e.availableAtMillis()));
+      }
+      String error = BlockedKeys.displayError(e.lastError());
+      if (error == null) {
         n.putNull("last_error");
       } else {
-        n.put("last_error", e.lastError());
+        n.put("last_error", error);
       }
     }
     return json(200, root);
@@ -727,59 +739,124 @@ public final class AdminApi implements AutoCloseable {
         "no_poison_keys",
         "pipeline '"
             + p.id()
-            + "' has no ordering key with sync delivery and a dedup step, so it blocks no keys"
-            + " (async delivery dead-letters failing entries: see /dead-letters)");
+            + "' has no ordering key with a dedup step, so it blocks no keys (poison keys need"
+            + " ordering: { key: ... } and dedup)");
+  }
+
+  /** Whether a pipeline's blocked keys are kept by its outbox (async) rather than PoisonKeys. */
+  private static boolean asyncPoison(Pipeline p) {
+    return asyncOutbox(p) != null && p.settings().ordering() != null;
   }
 
   private static ObjectNode poisonJson(PoisonKeys.State s) {
     ObjectNode n = JSON.createObjectNode();
     n.put("ordering_key", s.orderingKey());
     n.put("event_digest", s.eventKey());
+    n.putNull("outbox_id");
     n.put("attempts", s.attempts());
     n.put("blocked", s.blocked());
+    if (s.sinceMillis() > 0) {
+      n.put("since", iso(s.sinceMillis()));
+    } else {
+      n.putNull("since");
+    }
+    if (s.lastError().isEmpty()) {
+      n.putNull("last_error");
+    } else {
+      n.put("last_error", s.lastError());
+    }
     n.put("next_attempt_at", iso(s.nextAttemptMillis()));
     return n;
   }
 
+  private ObjectNode blockedJson(BlockedKeys.Blocked b) {
+    ObjectNode n = JSON.createObjectNode();
+    n.put("ordering_key", b.orderingKey());
+    n.put("event_digest", b.key().toHex());
+    n.put("outbox_id", b.id());
+    n.put("attempts", b.attempts());
+    n.put("blocked", true);
+    n.put("since", iso(b.sinceMillis()));
+    n.put("last_error", b.lastError());
+    n.putNull("next_attempt_at");
+    return n;
+  }
+
   private Answer blockedKeys(Pipeline p) {
+    if (asyncPoison(p)) {
+      OutboxStore box = Objects.requireNonNull(asyncOutbox(p));
+      ObjectNode root = JSON.createObjectNode();
+      root.put("pipeline", p.id());
+      root.put("delivery", "async");
+      root.put("instance_local", false);
+      root.put("on_failure", p.settings().ordering().onFailure().configName());
+      ArrayNode list = root.putArray("blocked_keys");
+      for (BlockedKeys.Blocked b : BlockedKeys.list(box, p.id(), outboxDecoder)) {
+        list.add(blockedJson(b));
+      }
+      root.put(
+          "note",
+          "kept in the store's outbox: the same list on every instance, across restarts (among the"
+              + " first "
+              + BlockedKeys.SCAN_LIMIT
+              + " waiting entries); entries waiting for a retry are in GET /admin/pipelines/"
+              + p.id()
+              + "/outbox");
+      return json(200, root);
+    }
     PoisonKeys poison = p.poisonKeys();
     if (poison == null) {
       return noPoisonKeys(p);
     }
     ObjectNode root = JSON.createObjectNode();
     root.put("pipeline", p.id());
+    root.put("delivery", "sync");
+    root.put("instance_local", true);
+    root.put("on_failure", p.settings().ordering().onFailure().configName());
     ArrayNode list = root.putArray("blocked_keys");
     for (PoisonKeys.State s : poison.list()) {
       list.add(poisonJson(s));
     }
     root.put(
         "note",
-        "the ordering keys whose failures this instance saw; skip and retry work on any instance");
+        "instance-local: the ordering keys whose failures this instance saw (sync delivery);"
+            + " other instances list their own; skip and retry work on any instance");
     return json(200, root);
   }
 
+  private static Answer badOrderingKey(Pipeline p, String orderingKey) {
+    return Answer.error(
+        400,
+        "bad_key",
+        "'"
+            + orderingKey
+            + "' is not an ordering key digest; GET /admin/pipelines/"
+            + p.id()
+            + "/blocked-keys gives each one's ordering_key (64 hex digits, also in the log)");
+  }
+
+  private static Answer notBlocked(Pipeline p, String orderingKey) {
+    return Answer.error(
+        404,
+        "not_blocked",
+        "ordering key " + orderingKey + " of pipeline '" + p.id() + "' has no failing event");
+  }
+
   private Answer unblock(Pipeline p, String orderingKey, boolean skip) {
+    if (asyncPoison(p)) {
+      return unblockAsync(p, Objects.requireNonNull(asyncOutbox(p)), orderingKey, skip);
+    }
     PoisonKeys poison = p.poisonKeys();
     Deduplicator dedup = p.dedup();
     if (poison == null || dedup == null) {
       return noPoisonKeys(p);
     }
     if (!orderingKey.matches("[0-9a-f]{64}")) {
-      return Answer.error(
-          400,
-          "bad_key",
-          "'"
-              + orderingKey
-              + "' is not an ordering key digest; GET /admin/pipelines/"
-              + p.id()
-              + "/blocked-keys gives each one's ordering_key (64 hex digits, also in the log)");
+      return badOrderingKey(p, orderingKey);
     }
     PoisonKeys.State s = skip ? poison.skip(orderingKey, dedup) : poison.retry(orderingKey);
     if (s == null) {
-      return Answer.error(
-          404,
-          "not_blocked",
-          "ordering key " + orderingKey + " of pipeline '" + p.id() + "' has no failing event");
+      return notBlocked(p, orderingKey);
     }
     LOG.info(
         "admin {} pipeline={} ordering_key={} key={} attempts={} by token={}",
@@ -799,6 +876,58 @@ public final class AdminApi implements AutoCloseable {
                 + " delivered) and the ordering key's later events proceed"
             : "the failing event's attempts start again: its sender's next resend is processed;"
                 + " later events of the key still wait behind it");
+    return json(200, n);
+  }
+
+  private Answer unblockAsync(Pipeline p, OutboxStore box, String orderingKey, boolean skip) {
+    if (orderingKey.isEmpty() || orderingKey.length() > 255) {
+      return badOrderingKey(p, orderingKey);
+    }
+    Optional<BlockedKeys.Blocked> found = BlockedKeys.find(box, p.id(), orderingKey, outboxDecoder);
+    if (found.isEmpty()) {
+      return Answer.error(
+          404,
+          "not_blocked",
+          "ordering key "
+              + orderingKey
+              + " of pipeline '"
+              + p.id()
+              + "' is not blocked (an entry waiting for a retry is not blocked yet: see GET"
+              + " /admin/pipelines/"
+              + p.id()
+              + "/outbox)");
+    }
+    BlockedKeys.Blocked b = found.get();
+    long now = time.wallMillis();
+    if (skip) {
+      BlockedKeys.skip(box, p.id(), b, now);
+    } else {
+      BlockedKeys.retry(box, p.id(), b, now);
+    }
+    LOG.info(
+        "admin {} pipeline={} ordering_key={} key={} outbox_id={} attempts={} by token={}",
+        skip ? "skip" : "retry",
+        p.id(),
+        orderingKey,
+        b.key().toHex(),
+        b.id(),
+        b.attempts(),
+        tokenId);
+    ObjectNode n = blockedJson(b);
+    n.put("pipeline", p.id());
+    n.put(skip ? "skipped" : "retried", true);
+    n.put(
+        "note",
+        skip
+            ? "the blocked event is now dead letter "
+                + b.id()
+                + " (requeue it with POST /admin/pipelines/"
+                + p.id()
+                + "/dead-letters/"
+                + b.id()
+                + "/requeue); the ordering key's next event is delivered"
+            : "the blocked event is delivered again now, with all its attempts"
+                + " (deliver.retries); the key's later events still wait behind it");
     return json(200, n);
   }
 

@@ -719,16 +719,28 @@ public final class Pipeline {
     return null;
   }
 
-  /** Encodes every output as an outbox message; says how to settle (commit and enqueue). */
+  /**
+   * Encodes every output as an outbox message with the event's ordering key, so that the store
+   * hands out one entry per ordering key at a time, oldest first (order on every instance, across
+   * restarts); says how to settle (commit and enqueue).
+   */
   private Step enqueue(DedupKey key, @Nullable String orderingKey, List<byte[]> outputs) {
     Function<Delivery, byte[]> encoder = Objects.requireNonNull(outboxEncoder);
     String idempotencyKey = idempotencyKey(key);
+    // The ordering key is a digest (64 hex digits); anything else the store cannot keep is left
+    // to the dispatcher's in-process lanes.
+    String storeKey =
+        orderingKey != null
+                && !orderingKey.isEmpty()
+                && orderingKey.length() <= OutboxMessage.MAX_ORDERING_KEY_LENGTH
+            ? orderingKey
+            : null;
     List<OutboxMessage> messages = new ArrayList<>(outputs.size());
     for (int i = 0; i < outputs.size(); i++) {
       // Fan-out children get their own Idempotency-Key, as in sync mode.
       String childKey = outputs.size() == 1 ? idempotencyKey : idempotencyKey + ":" + i;
       Delivery delivery = new Delivery(id, childKey, orderingKey, outputs.get(i), JSON_HEADERS);
-      messages.add(new OutboxMessage(id, key, encoder.apply(delivery)));
+      messages.add(new OutboxMessage(id, key, encoder.apply(delivery), storeKey));
     }
     return new Step.Enqueue(messages);
   }

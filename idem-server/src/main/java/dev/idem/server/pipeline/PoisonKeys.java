@@ -36,7 +36,9 @@ import org.slf4j.LoggerFactory;
  * <p>A failing event that its sender stops resending holds its key for its backoff plus {@code
  * lock_ttl}, then the key moves on (unless blocked). The state of each key is kept in the
  * pipeline's store (scope {@code <pipeline>/poison}), so every instance honours it; the admin list
- * shows the keys whose failures this instance recorded (skip and retry work from any instance).
+ * is instance-local: it shows the keys whose failures this instance recorded (skip and retry work
+ * from any instance). Asynchronous delivery keeps its poison keys in the outbox instead ({@link
+ * dev.idem.server.deliver.BlockedKeys}).
  */
 public final class PoisonKeys {
   private static final Logger LOG = LoggerFactory.getLogger(PoisonKeys.class);
@@ -62,25 +64,57 @@ public final class PoisonKeys {
    * @param attempts how many times it failed
    * @param nextAttemptMillis when it may be tried again (epoch millis)
    * @param blocked whether the key is blocked until an operator acts
+   * @param sinceMillis when the event first failed (epoch millis; 0 if recorded by an older
+   *     version)
+   * @param lastError what the last failed attempt answered (its code and message; empty if recorded
+   *     by an older version)
    */
   public record State(
-      String orderingKey, String eventKey, int attempts, long nextAttemptMillis, boolean blocked) {
+      String orderingKey,
+      String eventKey,
+      int attempts,
+      long nextAttemptMillis,
+      boolean blocked,
+      long sinceMillis,
+      String lastError) {
+    /** The longest last error kept, in characters. */
+    static final int MAX_ERROR = 500;
+
     byte[] encode() {
-      return (eventKey + " " + attempts + " " + nextAttemptMillis + " " + (blocked ? 1 : 0))
-          .getBytes(StandardCharsets.US_ASCII);
+      String error =
+          lastError.length() <= MAX_ERROR ? lastError : lastError.substring(0, MAX_ERROR);
+      return (eventKey
+              + " "
+              + attempts
+              + " "
+              + nextAttemptMillis
+              + " "
+              + (blocked ? 1 : 0)
+              + " "
+              + sinceMillis
+              + " "
+              + error)
+          .getBytes(StandardCharsets.UTF_8);
     }
 
     static PoisonKeys.@Nullable State decode(String orderingKey, byte @Nullable [] bytes) {
       if (bytes == null) {
         return null;
       }
-      String[] f = new String(bytes, StandardCharsets.US_ASCII).split(" ");
-      if (f.length != 4) {
+      // Older records have the first four fields only.
+      String[] f = new String(bytes, StandardCharsets.UTF_8).split(" ", 6);
+      if (f.length != 4 && f.length != 6) {
         return null;
       }
       try {
         return new State(
-            orderingKey, f[0], Integer.parseInt(f[1]), Long.parseLong(f[2]), "1".equals(f[3]));
+            orderingKey,
+            f[0],
+            Integer.parseInt(f[1]),
+            Long.parseLong(f[2]),
+            "1".equals(f[3]),
+            f.length == 6 ? Long.parseLong(f[4]) : 0,
+            f.length == 6 ? f[5] : "");
       } catch (NumberFormatException e) {
         return null;
       }
@@ -182,7 +216,10 @@ public final class PoisonKeys {
    */
   Outcome failed(String orderingKey, PoisonKeys.@Nullable State s, Outcome.Failed f) {
     String event = f.key().toHex();
-    int attempts = (s != null && s.eventKey().equals(event) ? s.attempts() : 0) + 1;
+    boolean same = s != null && s.eventKey().equals(event);
+    int attempts = (same ? s.attempts() : 0) + 1;
+    long now = time.wallMillis();
+    long since = same && s.sinceMillis() > 0 ? s.sinceMillis() : now;
     seen.add(orderingKey);
     if (attempts >= maxAttempts && onFailure == OrderingFailure.DEAD_LETTER) {
       records.remove(orderingKey);
@@ -206,7 +243,9 @@ public final class PoisonKeys {
     }
     boolean block = attempts >= maxAttempts;
     long wait = block ? 0 : backoffMillis(attempts);
-    State next = new State(orderingKey, event, attempts, time.wallMillis() + wait, block);
+    State next =
+        new State(
+            orderingKey, event, attempts, now + wait, block, since, f.code() + ": " + f.message());
     if (!records.write(orderingKey, next.encode())) {
       LOG.warn("pipeline={} ordering key={} could not record its failure", pipeline, orderingKey);
     }

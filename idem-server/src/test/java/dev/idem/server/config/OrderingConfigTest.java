@@ -54,6 +54,25 @@ class OrderingConfigTest {
   }
 
   @Test
+  void blockIsAcceptedWithAsyncDelivery() {
+    IdemConfig c =
+        ConfigLoader.parse(
+            "idem.yaml",
+            """
+            store: { type: memory }
+            pipelines:
+              - id: a
+                source: { webhook: { path: /a } }
+                dedup: { key: id }
+                ordering: { key: entity, on_failure: block }
+                deliver: { mode: async, retries: 2, stdout: {} }
+            """,
+            n -> null);
+
+    assertThat(c.pipelines().get(0).ordering().onFailure()).isEqualTo(OrderingFailure.BLOCK);
+  }
+
+  @Test
   void badValuesAreLocatedProblemsSayingWhatToDo() {
     ConfigException e =
         failure(
@@ -79,9 +98,8 @@ class OrderingConfigTest {
                 deliver: { stdout: {} }
               - id: s
                 source: { webhook: { path: /s } }
-                dedup: { key: id }
                 ordering: { key: entity, on_failure: block }
-                deliver: { mode: async, stdout: {} }
+                deliver: { stdout: {} }
             """);
 
     assertThat(e.problems())
@@ -99,6 +117,6 @@ class OrderingConfigTest {
         .contains("must be from 1 to 1000, got 0")
         .contains("applies only with ordering.sequence")
         .contains("needs a dedup step")
-        .contains("block is for deliver.mode: sync");
+        .contains("block needs a dedup step");
   }
 }

@@ -13,6 +13,7 @@ import dev.idem.spi.ReserveResult;
 import dev.idem.spi.SettleResult;
 import dev.idem.spi.Ttl;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The outbox of a real dedup store, filled the way the service fills it: reserve a new key, then
@@ -40,6 +41,11 @@ final class DedupStoreOutbox<S extends DedupStore & OutboxStore>
 
   @Override
   public void enqueue(String queue, byte[] payload) {
+    enqueue(queue, payload, null);
+  }
+
+  @Override
+  public void enqueue(String queue, byte[] payload, @Nullable String orderingKey) {
     long n = KEYS.incrementAndGet();
     DedupKey key = DedupKey.ofWords(n, System.nanoTime(), 0, 0);
     long now = clock.wallMillis();
@@ -52,7 +58,7 @@ final class DedupStoreOutbox<S extends DedupStore & OutboxStore>
     SettleResult result =
         store.commitAndEnqueue(
             new CommitRequest(SCOPE, key, acquired.token(), now, ttl, null),
-            new OutboxMessage(queue, key, payload));
+            new OutboxMessage(queue, key, payload, orderingKey));
     if (result != SettleResult.APPLIED) {
       throw new AssertionError("commitAndEnqueue was " + result);
     }

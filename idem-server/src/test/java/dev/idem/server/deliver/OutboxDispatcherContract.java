@@ -37,6 +37,12 @@ abstract class OutboxDispatcherContract {
     /** Appends a payload to a queue, as commitAndEnqueue would, at the clock's time. */
     void enqueue(String queue, byte[] payload);
 
+    /**
+     * Appends a payload with the ordering key the store keeps (as the service's pipelines write
+     * it), so the store hands out one entry of the key at a time.
+     */
+    void enqueue(String queue, byte[] payload, String orderingKey);
+
     @Override
     default void close() {}
   }
@@ -90,6 +96,19 @@ abstract class OutboxDispatcherContract {
     byte[] body = ("{\"key\":\"" + key + "\"}").getBytes(StandardCharsets.UTF_8);
     outbox.enqueue(
         QUEUE, DeliveryCodec.encode(new Delivery(QUEUE, key, orderingKey, body, Map.of())));
+  }
+
+  /** Enqueues with the ordering key in the store too, as the service's pipelines do. */
+  void enqueueKeyed(String key, String orderingKey) {
+    byte[] body = ("{\"key\":\"" + key + "\"}").getBytes(StandardCharsets.UTF_8);
+    outbox.enqueue(
+        QUEUE,
+        DeliveryCodec.encode(new Delivery(QUEUE, key, orderingKey, body, Map.of())),
+        orderingKey);
+  }
+
+  List<BlockedKeys.Blocked> blocked() {
+    return BlockedKeys.list(outbox.store(), QUEUE, DeliveryCodec::decode);
   }
 
   List<DeadLetter> deadLetters() {
@@ -500,5 +519,143 @@ abstract class OutboxDispatcherContract {
         .isInstanceOf(IdemConfigException.class);
     assertThatThrownBy(() -> OutboxDispatcher.builder(" ", recording, sink))
         .isInstanceOf(IdemConfigException.class);
+  }
+
+  // ---------------------------------------------------------------- poison keys: on_failure: block
+
+  @Test
+  void withBlockAnEventThatFailsForGoodBlocksOnlyItsKeyUntilAnOperatorSkipsIt() {
+    // Given a1 is refused for good, a2 waits behind it, b1 is of another key
+    sink.script("a1", new DeliveryOutcome.Failed("HTTP 422: bad total", false));
+    long t0 = clock.wallMillis();
+    enqueueKeyed("a1", "A");
+    enqueueKeyed("a2", "A");
+    enqueueKeyed("b1", "B");
+    OutboxDispatcher d = start(dispatcher().blockOnFailure(true));
+
+    // When a1 fails, its key is blocked, not dead lettered; the other key goes on
+    eventually().until(() -> blocked().size() == 1);
+    eventually().until(() -> sink.delivered().contains("b1"));
+    BlockedKeys.Blocked b = blocked().get(0);
+    assertThat(b.orderingKey()).isEqualTo("A");
+    assertThat(b.attempts()).isEqualTo(1);
+    assertThat(b.sinceMillis()).isEqualTo(t0);
+    assertThat(b.lastError()).isEqualTo("HTTP 422: bad total");
+    assertThat(
+            DeliveryCodec.decode(outbox.store().pending(QUEUE, 10).get(0).payload())
+                .idempotencyKey())
+        .isEqualTo("a1");
+    assertThat(deadLetters()).isEmpty();
+    eventually()
+        .until(() -> listener.events().contains("gave-up orders 1 HTTP 422: bad total alive"));
+
+    // And it stays blocked however long it waits, past any claim timeout
+    int claimsBefore = recording.claims();
+    clock.advance(Duration.ofHours(6));
+    d.wakeUp();
+    eventually().until(() -> recording.claims() >= claimsBefore + 2);
+    assertThat(sink.attempts()).containsExactlyInAnyOrder("a1", "b1");
+    assertThat(blocked()).hasSize(1);
+
+    // When an operator skips it
+    BlockedKeys.skip(outbox.store(), QUEUE, b, clock.wallMillis());
+    d.wakeUp();
+
+    // Then it is a dead letter and the key moves on
+    eventually().until(() -> sink.delivered().contains("a2"));
+    assertThat(deadLetters())
+        .singleElement()
+        .satisfies(
+            dl -> {
+              assertThat(DeliveryCodec.decode(dl.payload()).idempotencyKey()).isEqualTo("a1");
+              assertThat(dl.reason()).contains("skipped by an operator").contains("HTTP 422");
+            });
+    assertThat(blocked()).isEmpty();
+    assertThat(sink.attempts()).hasSize(3).endsWith("a2");
+  }
+
+  @Test
+  void withBlockARetriedEventGetsAllItsAttemptsAgainInPlace() {
+    // Given one retry (two attempts), and a1 failing three times before it succeeds
+    sink.script("a1", UNAVAILABLE, UNAVAILABLE, UNAVAILABLE);
+    enqueueKeyed("a1", "A");
+    enqueueKeyed("a2", "A");
+    OutboxDispatcher d =
+        start(
+            dispatcher()
+                .blockOnFailure(true)
+                .retryPolicy(new RetryPolicy(1, Duration.ofSeconds(1), Duration.ofMinutes(1))));
+
+    // When a1 fails twice, its key is blocked after attempt 2
+    eventually().until(() -> recording.reschedulesOf("a1").size() == 1);
+    clock.advance(Duration.ofSeconds(1));
+    d.wakeUp();
+    eventually().until(() -> blocked().size() == 1);
+    assertThat(blocked().get(0).attempts()).isEqualTo(2);
+
+    // When an operator retries it, it is tried again at once and, failing, retried with backoff
+    // (its attempts started again: attempt 1 of 2, not 3)
+    BlockedKeys.retry(outbox.store(), QUEUE, blocked().get(0), clock.wallMillis());
+    d.wakeUp();
+    eventually().until(() -> sink.attempts().size() == 3);
+    eventually().until(() -> recording.reschedulesOf("a1").size() == 3);
+    assertThat(blocked()).isEmpty();
+    assertThat(outbox.store().pending(QUEUE, 10).get(0).lastError()).contains("HTTP 503");
+
+    // Then its next attempt succeeds and the key moves on, in order
+    clock.advance(Duration.ofSeconds(1));
+    d.wakeUp();
+    eventually().until(() -> sink.delivered().contains("a2"));
+    assertThat(sink.delivered()).containsExactly("a1", "a2");
+    assertThat(deadLetters()).isEmpty();
+    assertThat(sink.attempts()).containsExactly("a1", "a1", "a1", "a1", "a2");
+  }
+
+  @Test
+  void aBlockedKeyStaysBlockedForTheNextDispatcherOnTheStoreAndIsSkippedFromThere() {
+    // Given a first dispatcher (instance) blocked key A and stopped
+    sink.script("a1", new DeliveryOutcome.Failed("HTTP 400", false));
+    enqueueKeyed("a1", "A");
+    enqueueKeyed("a2", "A");
+    OutboxDispatcher first = start(dispatcher().blockOnFailure(true));
+    eventually().until(() -> blocked().size() == 1);
+    first.close();
+
+    // When another dispatcher delivers the queue, long after
+    clock.advance(Duration.ofHours(1));
+    enqueueKeyed("b1", "B");
+    OutboxDispatcher second = start(dispatcher().blockOnFailure(true));
+    eventually().until(() -> sink.delivered().contains("b1"));
+
+    // Then key A is still blocked there, and a skip on it lets the key move on
+    assertThat(sink.attempts()).containsExactly("a1", "b1");
+    BlockedKeys.skip(outbox.store(), QUEUE, blocked().get(0), clock.wallMillis());
+    second.wakeUp();
+    eventually().until(() -> sink.delivered().contains("a2"));
+    assertThat(deadLetters()).hasSize(1);
+  }
+
+  @Test
+  void withoutBlockOrWithoutAnOrderingKeyAFailureForGoodIsADeadLetter() {
+    sink.script("a1", new DeliveryOutcome.Failed("HTTP 400", false));
+    sink.script("u1", new DeliveryOutcome.Failed("HTTP 400", false));
+    enqueueKeyed("a1", "A");
+    enqueue("u1", null);
+
+    start(dispatcher());
+
+    eventually().until(() -> deadLetters().size() == 2);
+    assertThat(blocked()).isEmpty();
+  }
+
+  @Test
+  void anUnorderedEventIsDeadLetteredEvenWithBlock() {
+    sink.script("u1", new DeliveryOutcome.Failed("HTTP 400", false));
+    enqueue("u1", null);
+
+    start(dispatcher().blockOnFailure(true));
+
+    eventually().until(() -> deadLetters().size() == 1);
+    assertThat(blocked()).isEmpty();
   }
 }

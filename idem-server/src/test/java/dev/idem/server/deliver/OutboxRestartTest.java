@@ -65,4 +65,70 @@ class OutboxRestartTest {
       assertThat(d.inFlight()).isZero();
     }
   }
+
+  private static byte[] delivery(String key, String orderingKey) {
+    byte[] body = ("{\"key\":\"" + key + "\"}").getBytes(StandardCharsets.UTF_8);
+    return DeliveryCodec.encode(
+        new Delivery(OutboxDispatcherContract.QUEUE, key, orderingKey, body, Map.of()));
+  }
+
+  /**
+   * Issue 11, {@code ordering.on_failure: block}: a key blocked by an event that failed for good
+   * stays blocked across a restart (the store keeps it), and a retry in the next life delivers the
+   * event, then the key's later one.
+   */
+  @Test
+  void aBlockedKeyStaysBlockedAcrossARestartUntilRetried() {
+    String queue = OutboxDispatcherContract.QUEUE;
+    sink.script("a1", new DeliveryOutcome.Failed("HTTP 400: bad total", false));
+
+    // Given a first life whose dispatcher blocked key A on a1 (a2 waits behind it)
+    try (RocksDbDedupStore first = RocksDbDedupStore.builder(dir).timeSource(clock).build()) {
+      DedupStoreOutbox<RocksDbDedupStore> filler = new DedupStoreOutbox<>(first, clock, () -> {});
+      filler.enqueue(queue, delivery("a1", "A"), "A");
+      filler.enqueue(queue, delivery("a2", "A"), "A");
+      try (OutboxDispatcher d =
+          OutboxDispatcher.builder(queue, first, sink)
+              .timeSource(clock)
+              .blockOnFailure(true)
+              .pollInterval(Duration.ofMillis(20))
+              .start()) {
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .until(() -> BlockedKeys.list(first, queue, DeliveryCodec::decode).size() == 1);
+      }
+    }
+
+    // When the next life starts, an hour later, and another key's event comes in
+    clock.advance(Duration.ofHours(1));
+    try (RocksDbDedupStore second = RocksDbDedupStore.builder(dir).timeSource(clock).build();
+        OutboxDispatcher d =
+            OutboxDispatcher.builder(queue, second, sink)
+                .timeSource(clock)
+                .blockOnFailure(true)
+                .pollInterval(Duration.ofMillis(20))
+                .start()) {
+      new DedupStoreOutbox<>(second, clock, () -> {}).enqueue(queue, delivery("b1", "B"), "B");
+      d.wakeUp();
+      await().atMost(Duration.ofSeconds(30)).until(() -> sink.delivered().contains("b1"));
+
+      // Then key A is still blocked on a1
+      List<BlockedKeys.Blocked> blocked = BlockedKeys.list(second, queue, DeliveryCodec::decode);
+      assertThat(blocked)
+          .singleElement()
+          .satisfies(
+              b -> {
+                assertThat(b.orderingKey()).isEqualTo("A");
+                assertThat(b.lastError()).isEqualTo("HTTP 400: bad total");
+              });
+      assertThat(sink.attempts()).containsExactly("a1", "b1");
+
+      // And a retry delivers a1, then a2
+      BlockedKeys.retry(second, queue, blocked.get(0), clock.wallMillis());
+      d.wakeUp();
+      await().atMost(Duration.ofSeconds(30)).until(() -> second.depth(queue) == 0);
+      assertThat(sink.delivered()).containsExactly("b1", "a1", "a2");
+      assertThat(second.deadLetters(queue, 10)).isEmpty();
+    }
+  }
 }

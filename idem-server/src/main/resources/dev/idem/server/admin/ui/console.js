@@ -203,7 +203,8 @@
 
   function tabs(id, active) {
     var items = [['decisions', 'Recent decisions'], ['dead-letters', 'Dead letters'],
-      ['pending', 'Pending deliveries'], ['explain', 'Explain an event']];
+      ['pending', 'Pending deliveries'], ['blocked-keys', 'Blocked keys'],
+      ['explain', 'Explain an event']];
     return [h('h2', {}, h('a', { href: '#/pipelines', text: 'Pipelines' }), ' / ', id),
       h('div', { 'class': 'tabs' }, items.map(function (t) {
         var href = t[0] === 'explain' ? '#/explain/' + enc(id) : '#/pipeline/' + enc(id) +
@@ -296,7 +297,8 @@
                 h('td', { 'class': 'num', text: e.id }),
                 h('td', { text: fmtTime(e.enqueued_at) }),
                 h('td', { 'class': 'num', text: e.attempts }),
-                h('td', { text: fmtTime(e.next_attempt_at) }),
+                h('td', { text: e.blocked ? 'blocked (skip or retry it under Blocked keys)' :
+                  fmtTime(e.next_attempt_at) }),
                 h('td', { text: e.last_error || '—' }),
                 h('td', { 'class': 'mono', text: e.idempotency_key || '?' }));
             }))]);
@@ -375,7 +377,55 @@
     flash((e && e.message) || String(e), true);
   }
 
-  // ---- routing: #/pipelines, #/pipeline/ID[/dead-letters[/CURSOR]|/pending], #/explain[/ID] ----
+  function blockedKeysPage(id) {
+    return api('GET', '/pipelines/' + enc(id) + '/blocked-keys').then(function (data) {
+      var list = data.blocked_keys;
+      setView([tabs(id, 'blocked-keys'),
+        h('p', { 'class': 'muted', id: 'blocked-note', text: (data.instance_local ?
+          'Instance-local (sync delivery): the keys whose failures this instance saw. ' :
+          'Kept in the store: the same on every instance. ') + 'Skip gives the failing event up ' +
+          '(async: it becomes a dead letter) and lets its ordering key move on; Retry tries it ' +
+          'again with its attempts reset.' }),
+        list.length === 0 ? h('p', { id: 'no-blocked-keys', text: 'No blocked keys.' }) :
+          h('table', { id: 'blocked-keys' },
+            h('tr', {}, ['ordering key', 'blocked', 'since', 'attempts', 'last error', 'event', '']
+              .map(function (k) { return h('th', { text: k }); })),
+            list.map(function (b) {
+              function act(what) {
+                return function () {
+                  api('POST', '/pipelines/' + enc(id) + '/blocked-keys/' + enc(b.ordering_key) +
+                    '/' + what, {}).then(function (r) {
+                    flash((what === 'skip' ? 'Skipped' : 'Retried') + ' the event blocking ' +
+                      b.ordering_key.substring(0, 16) + '…: ' + r.note);
+                    route();
+                  }, showError);
+                };
+              }
+              return h('tr', { 'data-ordering-key': b.ordering_key },
+                h('td', { 'class': 'mono', text: b.ordering_key.substring(0, 16) + '…' }),
+                h('td', { text: b.blocked ? 'blocked' : 'backing off' }),
+                h('td', { text: fmtTime(b.since) }),
+                h('td', { 'class': 'num', text: b.attempts }),
+                h('td', { 'class': 'reason', text: b.last_error || '—' }),
+                h('td', { 'class': 'mono', text: (b.outbox_id === null ? '' : '#' + b.outbox_id +
+                  ' ') + b.event_digest.substring(0, 16) + '…' }),
+                h('td', {},
+                  h('button', { type: 'button', 'class': 'retry primary', onclick: act('retry'),
+                    text: 'Retry' }), ' ',
+                  h('button', { type: 'button', 'class': 'skip danger', onclick: act('skip'),
+                    text: 'Skip' })));
+            }))]);
+    }, function (e) {
+      if (e.code === 'no_poison_keys') {
+        setView([tabs(id, 'blocked-keys'), h('p', { 'class': 'muted', text: e.message })]);
+        return;
+      }
+      throw e;
+    });
+  }
+
+  // ---- routing: #/pipelines, #/pipeline/ID[/dead-letters[/CURSOR]|/pending|/blocked-keys],
+  //      #/explain[/ID] ----
 
   function route() {
     if (!token()) { showLogin(); return; }
@@ -389,9 +439,14 @@
       var id = parts[1];
       if (parts[2] === 'dead-letters') { page = function () { return deadLettersPage(id, parts[3]); }; }
       else if (parts[2] === 'pending') { page = function () { return pendingPage(id); }; }
+      else if (parts[2] === 'blocked-keys') { page = function () { return blockedKeysPage(id); }; }
       else { page = function () { return decisionsPage(id); }; }
       page().then(function () {
-        if (parts[2] !== 'dead-letters') { startRefresh(function () { page().catch(showError); }); }
+        // Dead letters page by cursor, and the blocked-keys list reads up to 10,000 outbox
+        // entries: neither refreshes on its own.
+        if (parts[2] !== 'dead-letters' && parts[2] !== 'blocked-keys') {
+          startRefresh(function () { page().catch(showError); });
+        }
       }, showError);
       return;
     }
