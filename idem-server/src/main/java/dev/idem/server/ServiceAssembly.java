@@ -118,7 +118,7 @@ public final class ServiceAssembly {
     background.add(renewals::shutdownNow);
     try {
       for (PipelineSettings p : config.pipelines()) {
-        KafkaLocalState local = localState(p, metrics);
+        KafkaLocalState local = localState(p, metrics, time);
         Pipeline pipeline =
             pipeline(config, p, stores, local, edge, time, metrics, background, sinks, renewals);
         pipelines.add(pipeline);
@@ -273,11 +273,12 @@ public final class ServiceAssembly {
   }
 
   /** The partitioned local keys of a {@code source.kafka.state} pipeline, else null. */
-  private static @Nullable KafkaLocalState localState(PipelineSettings p, IdemMetrics metrics) {
+  private static @Nullable KafkaLocalState localState(
+      PipelineSettings p, IdemMetrics metrics, TimeSource time) {
     if (p.dedup() == null || !(p.source() instanceof KafkaSourceSettings k) || k.state() == null) {
       return null;
     }
-    return new KafkaLocalState(p.id(), k, metrics.registry());
+    return new KafkaLocalState(p.id(), k, metrics.registry(), time);
   }
 
   /** Each store used by a dedup step, with the memory bound of each pipeline on it. */

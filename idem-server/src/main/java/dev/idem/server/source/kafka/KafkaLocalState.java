@@ -4,6 +4,7 @@ import dev.idem.DedupKey;
 import dev.idem.IdemException;
 import dev.idem.Scope;
 import dev.idem.StoreUnavailableException;
+import dev.idem.TimeSource;
 import dev.idem.kafka.state.PartitionedDedupState;
 import dev.idem.kafka.state.PartitionedStateConfig;
 import dev.idem.server.config.KafkaSourceSettings;
@@ -66,6 +67,9 @@ public final class KafkaLocalState implements AutoCloseable {
   /** How long one call between polls reads changelogs at most. */
   static final Duration RESTORE_SLICE = Duration.ofMillis(500);
 
+  /** How often expired keys are removed (each with a tombstone, so compaction shrinks the log). */
+  static final Duration SWEEP_EVERY = Duration.ofMinutes(1);
+
   private final String pipeline;
   private final KafkaSourceSettings settings;
   private final KafkaStateSettings stateSettings;
@@ -76,8 +80,10 @@ public final class KafkaLocalState implements AutoCloseable {
   private final Timer restoreTime;
   private final Counter restoreRecords;
   private volatile @Nullable PartitionedDedupState state;
+  private final TimeSource time;
   private volatile int restoringCount;
   private int restoresSeen;
+  private long nextSweepNanos;
 
   /**
    * Makes the state of a source; nothing opens until {@link #open}.
@@ -85,9 +91,13 @@ public final class KafkaLocalState implements AutoCloseable {
    * @param pipeline the pipeline id
    * @param settings the source's settings, with {@code state}
    * @param registry where the restore meters go
+   * @param time the clock (expiry sweeps)
    */
-  public KafkaLocalState(String pipeline, KafkaSourceSettings settings, MeterRegistry registry) {
+  public KafkaLocalState(
+      String pipeline, KafkaSourceSettings settings, MeterRegistry registry, TimeSource time) {
     this.pipeline = Objects.requireNonNull(pipeline, "pipeline");
+    this.time = Objects.requireNonNull(time, "time");
+    this.nextSweepNanos = time.monotonicNanos() + SWEEP_EVERY.toNanos();
     this.settings = Objects.requireNonNull(settings, "settings");
     this.stateSettings =
         Objects.requireNonNull(settings.state(), "the source has no state settings");
@@ -194,12 +204,21 @@ public final class KafkaLocalState implements AutoCloseable {
   }
 
   /**
-   * Restores for a slice of time, if any partition is being restored; resumes those that are done.
+   * Between polls: restores for a slice of time, if any partition is being restored, and resumes
+   * those that are done; removes expired keys every {@link #SWEEP_EVERY}.
    *
    * @param consumer the source's consumer
    */
   void restoreSome(Consumer<?, ?> consumer) {
     PartitionedDedupState s = open();
+    long now = time.monotonicNanos();
+    if (now - nextSweepNanos >= 0) {
+      nextSweepNanos = now + SWEEP_EVERY.toNanos();
+      long swept = s.sweepExpired(time.wallMillis());
+      if (swept > 0) {
+        LOG.debug("pipeline={} source.kafka.state swept {} expired keys", pipeline, swept);
+      }
+    }
     if (!s.isRestoring()) {
       return;
     }
