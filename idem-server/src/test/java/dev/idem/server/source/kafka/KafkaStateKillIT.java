@@ -113,6 +113,11 @@ class KafkaStateKillIT {
             .until(() -> assignedMembers(kafka.bootstrapServers()) == 2);
         instances.add(new Instance(3, kafka.bootstrapServers()));
         await()
+            .atMost(Duration.ofSeconds(120))
+            .pollInterval(Duration.ofMillis(200))
+            .ignoreExceptions()
+            .until(() -> assignedMembers(kafka.bootstrapServers()) == 3);
+        await()
             .atMost(Duration.ofSeconds(240))
             .pollInterval(Duration.ofMillis(500))
             .until(
@@ -151,12 +156,20 @@ class KafkaStateKillIT {
         assertThat(KafkaFixtures.uncommitted(kafka.bootstrapServers(), "ingest", "orders"))
             .isZero();
         double restored = 0;
-        for (Instance s : instances.subList(1, instances.size())) {
+        for (Instance s : instances.subList(1, 3)) {
           restored += s.metric("idem_kafka_state_restore_records_total");
         }
         assertThat(restored)
-            .as("changelog records the survivors and the newcomer restored")
+            .as("changelog records the survivors restored (the killed one's partitions)")
             .isPositive();
+        assertThat(instances.get(3).metric("idem_kafka_state_restore_seconds_count"))
+            .as("partitions the newcomer restored when it joined")
+            .isPositive();
+      } catch (Exception | AssertionError e) {
+        for (Instance s : instances) {
+          s.printTail(); // into the failsafe report's -output.txt
+        }
+        throw e;
       } finally {
         for (Instance s : instances) {
           s.stop();
@@ -281,8 +294,29 @@ class KafkaStateKillIT {
       }
     }
 
-    /** The sum of a Prometheus metric's samples on this instance. */
-    double metric(String name) throws Exception {
+    void printTail() {
+      System.out.println("=== " + home + " alive=" + process.isAlive());
+      for (String f : List.of("stdout.txt", "stderr.txt")) {
+        try {
+          List<String> all = Files.readAllLines(home.resolve(f));
+          all.subList(Math.max(0, all.size() - 40), all.size()).forEach(System.out::println);
+        } catch (IOException e) {
+          System.out.println(f + ": " + e);
+        }
+      }
+    }
+
+    /** The sum of a Prometheus metric's samples on this instance (once its HTTP port answers). */
+    double metric(String name) {
+      assertThat(process.isAlive()).as(home + " is running").isTrue();
+      return await()
+          .atMost(Duration.ofSeconds(60))
+          .pollInterval(Duration.ofMillis(250))
+          .ignoreExceptions()
+          .until(() -> scrape(name), v -> true);
+    }
+
+    private double scrape(String name) throws Exception {
       String body =
           HTTP.send(
                   HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
