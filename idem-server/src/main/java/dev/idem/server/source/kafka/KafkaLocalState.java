@@ -49,7 +49,8 @@ import org.slf4j.LoggerFactory;
  *       decided before its keys are back;
  *   <li>each partition's records are decided against that partition's keys ({@link #inPartition});
  *   <li>before offsets are committed, every key change so far is flushed to the changelog ({@link
- *       #flushed}); if that fails, no offset is committed;
+ *       #flushed}); if that fails, no offset is committed, and every partition is restored again
+ *       and read from its committed offset (the last durable point);
  *   <li>on revocation the changes are flushed (after the source's last offset commit) and the
  *       partition's local state dropped; a lost partition is dropped at once.
  * </ol>
@@ -80,6 +81,8 @@ public final class KafkaLocalState implements AutoCloseable {
   private final Timer restoreTime;
   private final Counter restoreRecords;
   private volatile @Nullable PartitionedDedupState state;
+  private @Nullable ConsumerRebalanceListener stateListener;
+  private boolean resyncNeeded;
   private final TimeSource time;
   private volatile int restoringCount;
   private int restoresSeen;
@@ -171,6 +174,7 @@ public final class KafkaLocalState implements AutoCloseable {
    */
   ConsumerRebalanceListener listener(Consumer<?, ?> consumer, ConsumerRebalanceListener source) {
     ConsumerRebalanceListener inner = open().rebalanceListener(consumer);
+    stateListener = inner;
     return new ConsumerRebalanceListener() {
       @Override
       public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
@@ -204,13 +208,19 @@ public final class KafkaLocalState implements AutoCloseable {
   }
 
   /**
-   * Between polls: restores for a slice of time, if any partition is being restored, and resumes
-   * those that are done; removes expired keys every {@link #SWEEP_EVERY}.
+   * Between polls: after a failed changelog flush, goes back to the last durable point (see {@link
+   * #flushed}); restores for a slice of time, if any partition is being restored, and resumes those
+   * that are done; removes expired keys every {@link #SWEEP_EVERY}.
    *
    * @param consumer the source's consumer
+   * @param forget makes the source forget its progress on partitions that are read again
    */
-  void restoreSome(Consumer<?, ?> consumer) {
+  void restoreSome(
+      Consumer<?, ?> consumer, java.util.function.Consumer<Collection<TopicPartition>> forget) {
     PartitionedDedupState s = open();
+    if (resyncNeeded) {
+      resync(consumer, forget);
+    }
     long now = time.monotonicNanos();
     if (now - nextSweepNanos >= 0) {
       nextSweepNanos = now + SWEEP_EVERY.toNanos();
@@ -265,23 +275,65 @@ public final class KafkaLocalState implements AutoCloseable {
   }
 
   /**
-   * Waits until every key change so far is in the changelog; call before committing offsets.
+   * Waits until every key change so far is in the changelog; call before committing offsets. After
+   * a failure it answers false until the next {@link #restoreSome} went back to the last durable
+   * point: every assigned partition restored from the changelog and read again from its committed
+   * offset (a later flush would succeed and let an offset pass the lost change).
    *
    * @return true if it is, false if a change could not be written (commit no offset then)
    */
   boolean flushed() {
+    if (resyncNeeded) {
+      return false;
+    }
     try {
       open().flush();
       return true;
     } catch (StoreUnavailableException e) {
+      // A change is missing from the changelog for good (the producer gave up on it): a later
+      // flush would succeed and let offsets pass it. Commit nothing until every partition is
+      // rebuilt from the changelog and read again from its committed offset (resync).
+      resyncNeeded = true;
       LOG.error(
-          "pipeline={} source.kafka.state changelog {} is behind ({}); offsets are not committed"
-              + " until it is written",
+          "pipeline={} source.kafka.state changelog {} missed a change ({}); no offset is"
+              + " committed, and every partition is restored and read again from its committed"
+              + " offset",
           pipeline,
           settings.changelogTopic(),
           e.getMessage());
       return false;
     }
+  }
+
+  /**
+   * Goes back to the last durable point after a failed flush: forgets the source's and the local
+   * state of every assigned partition, seeks each to its committed offset, and restores each from
+   * the changelog (paused until done), as if it had just been assigned. Records after the committed
+   * offsets are decided again: those whose key change reached the changelog are duplicates, the
+   * others run again (at least once).
+   */
+  private void resync(
+      Consumer<?, ?> consumer, java.util.function.Consumer<Collection<TopicPartition>> forget) {
+    ConsumerRebalanceListener inner = Objects.requireNonNull(stateListener, "not subscribed");
+    List<TopicPartition> assigned = new ArrayList<>(consumer.assignment());
+    forget.accept(assigned);
+    unready(assigned);
+    inner.onPartitionsLost(assigned);
+    partitionOfToken.clear();
+    Map<TopicPartition, org.apache.kafka.clients.consumer.OffsetAndMetadata> committed =
+        consumer.committed(new java.util.HashSet<>(assigned));
+    for (TopicPartition tp : assigned) {
+      var at = committed.get(tp);
+      if (at == null) {
+        consumer.seekToBeginning(List.of(tp));
+      } else {
+        consumer.seek(tp, at.offset());
+      }
+    }
+    resyncNeeded = false;
+    inner.onPartitionsAssigned(assigned);
+    restoringCount = restoringNow();
+    LOG.warn("pipeline={} source.kafka.state resynced partitions {}", pipeline, assigned);
   }
 
   /** Flushes and closes the local state (after the consumer closed). */

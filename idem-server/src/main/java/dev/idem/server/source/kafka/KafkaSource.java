@@ -257,7 +257,7 @@ public final class KafkaSource implements EventSource {
           settings.group());
       while (running) {
         if (state != null) {
-          state.restoreSome(c);
+          state.restoreSome(c, this::forgetProgress);
         }
         resumeDue(c);
         ConsumerRecords<byte[], byte[]> records;
@@ -543,6 +543,16 @@ public final class KafkaSource implements EventSource {
       if (l.isPresent()) {
         e.getValue().set(l.getAsLong());
       }
+    }
+  }
+
+  /** Forgets what was settled or retried on these partitions (they are read again). */
+  private void forgetProgress(Collection<TopicPartition> partitions) {
+    for (TopicPartition tp : partitions) {
+      toCommit.remove(tp);
+      resumeAtNanos.remove(tp);
+      retries.remove(tp);
+      failures.remove(tp);
     }
   }
 
