@@ -3,13 +3,12 @@ package dev.idem.kafka;
 import dev.idem.Decision;
 import dev.idem.DedupKey;
 import dev.idem.Deduplicator;
-import dev.idem.KeyDerivationException;
 import dev.idem.Reservation;
 import dev.idem.Settlement;
 import dev.idem.TimeSource;
+import dev.idem.kafka.internal.PartitionSettler;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -17,15 +16,12 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.function.Function;
-import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.WakeupException;
-import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -73,22 +69,15 @@ public final class DedupPollLoop<K, V> {
 
   private final Consumer<K, V> consumer;
   private final Deduplicator dedup;
-  private final Function<ConsumerRecord<K, V>, DedupKey> keys;
-  private final RecordHandler<K, V> handler;
-  private final FailureHandler<K, V> onFailure;
-  private final long backoffNanos;
-  private final TimeSource time;
-  private final Map<TopicPartition, Long> pausedUntil = new HashMap<>();
+  private final PartitionSettler<K, V> settler;
   private volatile boolean stopped;
 
   private DedupPollLoop(Builder<K, V> b) {
     this.consumer = b.consumer;
     this.dedup = b.dedup;
-    this.keys = b.keys;
-    this.handler = b.handler;
-    this.onFailure = b.onFailure;
-    this.backoffNanos = b.backoff.toNanos();
-    this.time = b.time;
+    this.settler =
+        new PartitionSettler<>(
+            b.consumer, b.keys, b.handler, b.onFailure, b.backoff.toNanos(), b.time);
   }
 
   /**
@@ -144,124 +133,33 @@ public final class DedupPollLoop<K, V> {
    *     is committed and its partitions are sought back, so its records come again
    */
   public PollSummary pollOnce(Duration pollTimeout) {
-    resumeDue();
+    settler.resumeDue(tp -> true);
     ConsumerRecords<K, V> records = consumer.poll(pollTimeout);
     if (records.isEmpty()) {
       return new PollSummary(0, 0, 0, 0);
     }
-    Batch batch = reserve(records);
-    int processed = 0;
-    int duplicates = 0;
-    int deferred = 0;
-    int skipped = 0;
+    Map<TopicPartition, PartitionSettler.Items<K, V>> byPartition = new LinkedHashMap<>();
+    List<DedupKey> toReserve = new ArrayList<>(records.count());
+    for (TopicPartition tp : records.partitions()) {
+      PartitionSettler.Items<K, V> items = settler.derive(records.records(tp));
+      byPartition.put(tp, items);
+      toReserve.addAll(items.toReserve());
+    }
+    List<Decision> decisions = dedup.reserveAll(toReserve); // the whole poll in one store call
+    int from = 0;
+    for (PartitionSettler.Items<K, V> items : byPartition.values()) {
+      int n = items.keyCount();
+      items.decided(decisions.subList(from, from + n));
+      from += n;
+    }
+    PartitionSettler.Tally tally = new PartitionSettler.Tally();
     List<Reservation> done = new ArrayList<>();
     Set<DedupKey> succeeded = new HashSet<>();
     Map<TopicPartition, OffsetAndMetadata> offsets = new LinkedHashMap<>();
-    for (TopicPartition tp : records.partitions()) {
-      List<Item> items = batch.byPartition.get(tp);
-      for (int i = 0; i < items.size(); i++) {
-        Item item = items.get(i);
-        Outcome outcome = settleOne(item, succeeded);
-        if (outcome == Outcome.DEFER) {
-          deferred++;
-          defer(tp, item.record.offset(), items.subList(i + 1, items.size()));
-          break;
-        }
-        switch (outcome) {
-          case DONE -> {
-            processed++;
-            done.add(((Decision.Acquired) Objects.requireNonNull(item.decision)).reservation());
-            succeeded.add(Objects.requireNonNull(item.key));
-          }
-          case DUPLICATE -> duplicates++;
-          default -> skipped++;
-        }
-        offsets.put(tp, new OffsetAndMetadata(item.record.offset() + 1));
-      }
-    }
+    byPartition.forEach((tp, items) -> settler.settle(tp, items, succeeded, done, offsets, tally));
     commitKeys(done, records);
-    commitOffsets(offsets);
-    return new PollSummary(processed, duplicates, deferred, skipped);
-  }
-
-  private Batch reserve(ConsumerRecords<K, V> records) {
-    Batch batch = new Batch();
-    List<DedupKey> toReserve = new ArrayList<>(records.count());
-    List<Item> reserved = new ArrayList<>(records.count());
-    for (TopicPartition tp : records.partitions()) {
-      List<Item> items = new ArrayList<>();
-      for (ConsumerRecord<K, V> record : records.records(tp)) {
-        Item item = new Item(record);
-        try {
-          item.key = keys.apply(record);
-          toReserve.add(item.key);
-          reserved.add(item);
-        } catch (KeyDerivationException e) {
-          item.invalid = e;
-        }
-        items.add(item);
-      }
-      batch.byPartition.put(tp, items);
-    }
-    List<Decision> decisions = dedup.reserveAll(toReserve);
-    for (int i = 0; i < decisions.size(); i++) {
-      reserved.get(i).decision = decisions.get(i);
-    }
-    return batch;
-  }
-
-  private Outcome settleOne(Item item, Set<DedupKey> succeeded) {
-    if (item.invalid != null) {
-      LOG.warn("record {} skipped: {}", RecordKeys.where(item.record), item.invalid.getMessage());
-      return Outcome.SKIPPED;
-    }
-    Decision decision = Objects.requireNonNull(item.decision);
-    if (decision instanceof Decision.InFlight) {
-      // Held by an earlier record of this batch: a duplicate if that one succeeded.
-      return succeeded.contains(item.key) ? Outcome.DUPLICATE : Outcome.DEFER;
-    }
-    if (!(decision instanceof Decision.Acquired acquired)) {
-      return Outcome.DUPLICATE; // committed (a conflict needs a fingerprint, never passed here)
-    }
-    try {
-      handler.handle(item.record);
-      return Outcome.DONE;
-    } catch (Exception e) {
-      releaseQuietly(acquired.reservation());
-      FailureAction action = onFailure.onFailure(item.record, e);
-      return action == FailureAction.SKIP ? Outcome.SKIPPED : Outcome.DEFER;
-    }
-  }
-
-  private void defer(TopicPartition tp, long offset, List<Item> unprocessed) {
-    for (Item later : unprocessed) {
-      if (later.decision instanceof Decision.Acquired a) {
-        releaseQuietly(a.reservation());
-      }
-    }
-    consumer.seek(tp, offset);
-    consumer.pause(List.of(tp));
-    pausedUntil.put(tp, time.monotonicNanos() + backoffNanos);
-  }
-
-  private void resumeDue() {
-    if (pausedUntil.isEmpty()) {
-      return;
-    }
-    Set<TopicPartition> assigned = consumer.assignment();
-    pausedUntil.keySet().retainAll(assigned);
-    long now = time.monotonicNanos();
-    List<TopicPartition> due = new ArrayList<>();
-    pausedUntil.forEach(
-        (tp, until) -> {
-          if (now - until >= 0) {
-            due.add(tp);
-          }
-        });
-    if (!due.isEmpty()) {
-      due.forEach(pausedUntil::remove);
-      consumer.resume(due);
-    }
+    settler.commitOffsets(offsets);
+    return new PollSummary(tally.processed, tally.duplicates, tally.deferred, tally.skipped);
   }
 
   private void commitKeys(List<Reservation> done, ConsumerRecords<K, V> records) {
@@ -279,59 +177,7 @@ public final class DedupPollLoop<K, V> {
       }
       throw e;
     }
-    for (int i = 0; i < settled.size(); i++) {
-      if (settled.get(i) == Settlement.LEASE_LOST) {
-        LOG.warn(
-            "{}: a record's work outlasted its lease; its key commit changed nothing (another"
-                + " worker may have taken it over). Raise the lease above a batch's duration.",
-            done.get(i));
-      }
-    }
-  }
-
-  private void commitOffsets(Map<TopicPartition, OffsetAndMetadata> offsets) {
-    if (offsets.isEmpty()) {
-      return;
-    }
-    try {
-      consumer.commitSync(offsets);
-    } catch (CommitFailedException | RebalanceInProgressException e) {
-      // The keys are committed: the records that come again are duplicates and are skipped.
-      LOG.info(
-          "offsets not committed ({}); their records will be skipped as duplicates", e.toString());
-    }
-  }
-
-  private static void releaseQuietly(Reservation r) {
-    try {
-      if (r.settlement() == null) {
-        r.release();
-      }
-    } catch (RuntimeException e) {
-      LOG.warn("{}: could not release; it stays in flight until its lease ends", r, e);
-    }
-  }
-
-  private enum Outcome {
-    DONE,
-    DUPLICATE,
-    SKIPPED,
-    DEFER
-  }
-
-  private final class Batch {
-    final Map<TopicPartition, List<Item>> byPartition = new HashMap<>();
-  }
-
-  private final class Item {
-    final ConsumerRecord<K, V> record;
-    @Nullable DedupKey key;
-    @Nullable Decision decision;
-    @Nullable KeyDerivationException invalid;
-
-    Item(ConsumerRecord<K, V> record) {
-      this.record = record;
-    }
+    PartitionSettler.warnLeaseLost(done, settled);
   }
 
   /**

@@ -17,6 +17,7 @@ import dev.idem.server.config.DedupMode;
 import dev.idem.server.config.DedupSettings;
 import dev.idem.server.config.DeliveryMode;
 import dev.idem.server.config.IdemConfig;
+import dev.idem.server.config.KafkaSourceSettings;
 import dev.idem.server.config.KeySpec;
 import dev.idem.server.config.OrderingFailure;
 import dev.idem.server.config.OrderingSettings;
@@ -34,6 +35,8 @@ import dev.idem.server.pipeline.SequenceGuard;
 import dev.idem.server.signature.SignatureVerifier;
 import dev.idem.server.source.EventSource;
 import dev.idem.server.source.Sources;
+import dev.idem.server.source.kafka.KafkaLocalState;
+import dev.idem.server.source.kafka.KafkaSource;
 import dev.idem.server.source.webhook.WebhookSource;
 import dev.idem.server.tenant.TenantKeys;
 import dev.idem.server.tenant.TenantScopedStore;
@@ -115,11 +118,17 @@ public final class ServiceAssembly {
     background.add(renewals::shutdownNow);
     try {
       for (PipelineSettings p : config.pipelines()) {
+        KafkaLocalState local = localState(p, metrics, time);
         Pipeline pipeline =
-            pipeline(config, p, stores, edge, time, metrics, background, sinks, renewals);
+            pipeline(config, p, stores, local, edge, time, metrics, background, sinks, renewals);
         pipelines.add(pipeline);
         if (p.source() instanceof WebhookSettings w) {
           webhooks.add(webhook(config, pipeline, w, edge, time));
+        } else if (local != null && p.source() instanceof KafkaSourceSettings k) {
+          // The source opens, drives and closes the pipeline's partitioned keys.
+          sources.add(
+              new KafkaSource(
+                  k, pipeline, new Sources.Context(metrics.pipeline(p.id()), time), local));
         } else {
           sources.add(
               Sources.open(
@@ -252,13 +261,33 @@ public final class ServiceAssembly {
         .get(settings);
   }
 
+  /**
+   * Returns whether a pipeline keeps its dedup keys in its Kafka source ({@code
+   * source.kafka.state}) instead of a store.
+   *
+   * @param p the pipeline
+   * @return true for {@code source.kafka.state}
+   */
+  public static boolean keepsKeysInSource(PipelineSettings p) {
+    return p.source() instanceof KafkaSourceSettings k && k.state() != null;
+  }
+
+  /** The partitioned local keys of a {@code source.kafka.state} pipeline, else null. */
+  private static @Nullable KafkaLocalState localState(
+      PipelineSettings p, IdemMetrics metrics, TimeSource time) {
+    if (p.dedup() == null || !(p.source() instanceof KafkaSourceSettings k) || k.state() == null) {
+      return null;
+    }
+    return new KafkaLocalState(p.id(), k, metrics.registry(), time);
+  }
+
   /** Each store used by a dedup step, with the memory bound of each pipeline on it. */
   static Map<StoreSettings, Map<Scope, Long>> wanted(IdemConfig config) {
     Map<StoreSettings, Map<Scope, Long>> wanted = new LinkedHashMap<>();
     for (PipelineSettings p : config.pipelines()) {
       DedupSettings d = p.dedup();
-      if (d == null) {
-        continue;
+      if (d == null || keepsKeysInSource(p)) {
+        continue; // no keys, or keys kept by source.kafka.state
       }
       Map<Scope, Long> bounds = wanted.computeIfAbsent(config.storeOf(p), s -> new HashMap<>());
       if (d.maxKeys() != null) {
@@ -272,6 +301,7 @@ public final class ServiceAssembly {
       IdemConfig config,
       PipelineSettings p,
       Map<StoreSettings, DedupStore> stores,
+      @Nullable KafkaLocalState local,
       Edge edge,
       TimeSource time,
       IdemMetrics metrics,
@@ -289,7 +319,12 @@ public final class ServiceAssembly {
               .renewals(renewals);
       OutboxStore outbox = null;
       if (d != null) {
-        DedupStore store = dedupStore(p, Objects.requireNonNull(stores.get(config.storeOf(p))));
+        DedupStore store =
+            dedupStore(
+                p,
+                local != null
+                    ? local.store()
+                    : Objects.requireNonNull(stores.get(config.storeOf(p))));
         Deduplicator dedup =
             Deduplicator.builder(store, Scope.of(p.id()))
                 .config(d.config())

@@ -1,16 +1,14 @@
 package dev.idem.kafka.state;
 
-import dev.idem.Decision;
 import dev.idem.DedupKey;
 import dev.idem.Deduplicator;
-import dev.idem.KeyDerivationException;
 import dev.idem.Reservation;
-import dev.idem.Settlement;
 import dev.idem.TimeSource;
 import dev.idem.kafka.DedupPollLoop.FailureAction;
 import dev.idem.kafka.DedupPollLoop.FailureHandler;
 import dev.idem.kafka.DedupPollLoop.PollSummary;
 import dev.idem.kafka.DedupPollLoop.RecordHandler;
+import dev.idem.kafka.internal.PartitionSettler;
 import dev.idem.spi.DedupStore;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,18 +18,14 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.function.Function;
-import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.WakeupException;
-import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -74,14 +68,10 @@ public final class PartitionedDedupLoop<K, V> {
   private final Consumer<K, V> consumer;
   private final PartitionedDedupState state;
   private final Function<DedupStore, Deduplicator> dedups;
-  private final Function<ConsumerRecord<K, V>, DedupKey> keys;
-  private final RecordHandler<K, V> handler;
-  private final FailureHandler<K, V> onFailure;
-  private final long backoffNanos;
+  private final PartitionSettler<K, V> settler;
   private final long sweepNanos;
   private final Duration restoreSlice;
   private final TimeSource time;
-  private final Map<TopicPartition, Long> pausedUntil = new HashMap<>();
   private final Map<Integer, Deduplicator> byPartition = new HashMap<>();
   private long nextSweep;
   private volatile boolean stopped;
@@ -90,10 +80,9 @@ public final class PartitionedDedupLoop<K, V> {
     this.consumer = b.consumer;
     this.state = b.state;
     this.dedups = b.dedups;
-    this.keys = b.keys;
-    this.handler = b.handler;
-    this.onFailure = b.onFailure;
-    this.backoffNanos = b.backoff.toNanos();
+    this.settler =
+        new PartitionSettler<>(
+            b.consumer, b.keys, b.handler, b.onFailure, b.backoff.toNanos(), b.time);
     this.sweepNanos = b.sweepInterval.toNanos();
     this.restoreSlice = b.restoreSlice;
     this.time = b.time;
@@ -197,42 +186,26 @@ public final class PartitionedDedupLoop<K, V> {
     if (state.isRestoring()) {
       state.restoreSome(consumer, restoreSlice);
     }
-    resumeDue();
+    settler.resumeDue(tp -> !state.isRestoring(tp));
     sweepDue();
     ConsumerRecords<K, V> records = consumer.poll(pollTimeout);
     if (records.isEmpty()) {
       return new PollSummary(0, 0, 0, 0);
     }
-    int processed = 0;
-    int duplicates = 0;
-    int deferred = 0;
-    int skipped = 0;
+    PartitionSettler.Tally tally = new PartitionSettler.Tally();
     Map<Deduplicator, List<Reservation>> done = new LinkedHashMap<>();
     Map<TopicPartition, OffsetAndMetadata> offsets = new LinkedHashMap<>();
     for (TopicPartition tp : records.partitions()) {
       Deduplicator dedup = dedupFor(tp);
-      List<Item> items = reserve(dedup, records.records(tp));
-      Set<DedupKey> succeeded = new HashSet<>();
-      for (int i = 0; i < items.size(); i++) {
-        Item item = items.get(i);
-        Outcome outcome = settleOne(item, succeeded);
-        if (outcome == Outcome.DEFER) {
-          deferred++;
-          defer(tp, item.record.offset(), items.subList(i + 1, items.size()));
-          break;
-        }
-        switch (outcome) {
-          case DONE -> {
-            processed++;
-            done.computeIfAbsent(dedup, d -> new ArrayList<>())
-                .add(((Decision.Acquired) Objects.requireNonNull(item.decision)).reservation());
-            succeeded.add(Objects.requireNonNull(item.key));
-          }
-          case DUPLICATE -> duplicates++;
-          default -> skipped++;
-        }
-        offsets.put(tp, new OffsetAndMetadata(item.record.offset() + 1));
-      }
+      PartitionSettler.Items<K, V> items = settler.derive(records.records(tp));
+      items.decided(dedup.reserveAll(items.toReserve())); // one call per partition's state
+      settler.settle(
+          tp,
+          items,
+          new HashSet<>(),
+          done.computeIfAbsent(dedup, d -> new ArrayList<>()),
+          offsets,
+          tally);
     }
     try {
       done.forEach(PartitionedDedupLoop::commitKeys);
@@ -248,8 +221,8 @@ public final class PartitionedDedupLoop<K, V> {
       }
       throw e;
     }
-    commitOffsets(offsets);
-    return new PollSummary(processed, duplicates, deferred, skipped);
+    settler.commitOffsets(offsets);
+    return new PollSummary(tally.processed, tally.duplicates, tally.deferred, tally.skipped);
   }
 
   private Deduplicator dedupFor(TopicPartition tp) {
@@ -260,80 +233,6 @@ public final class PartitionedDedupLoop<K, V> {
       byPartition.put(tp.partition(), d);
     }
     return d;
-  }
-
-  private List<Item> reserve(Deduplicator dedup, List<ConsumerRecord<K, V>> records) {
-    List<Item> items = new ArrayList<>(records.size());
-    List<DedupKey> toReserve = new ArrayList<>(records.size());
-    List<Item> reserved = new ArrayList<>(records.size());
-    for (ConsumerRecord<K, V> record : records) {
-      Item item = new Item(record);
-      try {
-        item.key = keys.apply(record);
-        toReserve.add(item.key);
-        reserved.add(item);
-      } catch (KeyDerivationException e) {
-        item.invalid = e;
-      }
-      items.add(item);
-    }
-    List<Decision> decisions = dedup.reserveAll(toReserve);
-    for (int i = 0; i < decisions.size(); i++) {
-      reserved.get(i).decision = decisions.get(i);
-    }
-    return items;
-  }
-
-  private Outcome settleOne(Item item, Set<DedupKey> succeeded) {
-    if (item.invalid != null) {
-      LOG.warn("record {} skipped: {}", where(item.record), item.invalid.getMessage());
-      return Outcome.SKIPPED;
-    }
-    Decision decision = Objects.requireNonNull(item.decision);
-    if (decision instanceof Decision.InFlight) {
-      return succeeded.contains(item.key) ? Outcome.DUPLICATE : Outcome.DEFER;
-    }
-    if (!(decision instanceof Decision.Acquired acquired)) {
-      return Outcome.DUPLICATE;
-    }
-    try {
-      handler.handle(item.record);
-      return Outcome.DONE;
-    } catch (Exception e) {
-      releaseQuietly(acquired.reservation());
-      FailureAction action = onFailure.onFailure(item.record, e);
-      return action == FailureAction.SKIP ? Outcome.SKIPPED : Outcome.DEFER;
-    }
-  }
-
-  private void defer(TopicPartition tp, long offset, List<Item> unprocessed) {
-    for (Item later : unprocessed) {
-      if (later.decision instanceof Decision.Acquired a) {
-        releaseQuietly(a.reservation());
-      }
-    }
-    consumer.seek(tp, offset);
-    consumer.pause(List.of(tp));
-    pausedUntil.put(tp, time.monotonicNanos() + backoffNanos);
-  }
-
-  private void resumeDue() {
-    if (pausedUntil.isEmpty()) {
-      return;
-    }
-    pausedUntil.keySet().retainAll(consumer.assignment());
-    long now = time.monotonicNanos();
-    List<TopicPartition> due = new ArrayList<>();
-    pausedUntil.forEach(
-        (tp, until) -> {
-          if (now - until >= 0 && !state.isRestoring(tp)) {
-            due.add(tp);
-          }
-        });
-    if (!due.isEmpty()) {
-      due.forEach(pausedUntil::remove);
-      consumer.resume(due);
-    }
   }
 
   private void sweepDue() {
@@ -349,65 +248,14 @@ public final class PartitionedDedupLoop<K, V> {
 
   private void forget(java.util.Collection<TopicPartition> partitions) {
     for (TopicPartition tp : partitions) {
-      pausedUntil.remove(tp);
+      settler.forget(tp);
       byPartition.remove(tp.partition());
     }
   }
 
   private static void commitKeys(Deduplicator dedup, List<Reservation> done) {
-    List<Settlement> settled = dedup.commitAll(done);
-    for (int i = 0; i < settled.size(); i++) {
-      if (settled.get(i) == Settlement.LEASE_LOST) {
-        LOG.warn(
-            "{}: a record's work outlasted its lease; raise the lease above a batch's duration",
-            done.get(i));
-      }
-    }
-  }
-
-  private void commitOffsets(Map<TopicPartition, OffsetAndMetadata> offsets) {
-    if (offsets.isEmpty()) {
-      return;
-    }
-    try {
-      consumer.commitSync(offsets);
-    } catch (CommitFailedException | RebalanceInProgressException e) {
-      LOG.info(
-          "offsets not committed ({}); the changelog has the keys, so the new owner skips their"
-              + " records as duplicates",
-          e.toString());
-    }
-  }
-
-  private static void releaseQuietly(Reservation r) {
-    try {
-      if (r.settlement() == null) {
-        r.release();
-      }
-    } catch (RuntimeException e) {
-      LOG.warn("{}: could not release", r, e);
-    }
-  }
-
-  private static String where(ConsumerRecord<?, ?> record) {
-    return record.topic() + "-" + record.partition() + "@" + record.offset();
-  }
-
-  private enum Outcome {
-    DONE,
-    DUPLICATE,
-    SKIPPED,
-    DEFER
-  }
-
-  private final class Item {
-    final ConsumerRecord<K, V> record;
-    @Nullable DedupKey key;
-    @Nullable Decision decision;
-    @Nullable KeyDerivationException invalid;
-
-    Item(ConsumerRecord<K, V> record) {
-      this.record = record;
+    if (!done.isEmpty()) {
+      PartitionSettler.warnLeaseLost(done, dedup.commitAll(done));
     }
   }
 
@@ -425,7 +273,7 @@ public final class PartitionedDedupLoop<K, V> {
     private final RecordHandler<K, V> handler;
     private FailureHandler<K, V> onFailure =
         (record, e) -> {
-          LOG.warn("record {} failed; retrying it", where(record), e);
+          LOG.warn("record {} failed; retrying it", PartitionSettler.where(record), e);
           return FailureAction.RETRY;
         };
     private Duration backoff = Duration.ofMillis(500);

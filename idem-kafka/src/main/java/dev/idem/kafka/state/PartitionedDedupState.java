@@ -6,9 +6,13 @@ import dev.idem.spi.DedupStore;
 import dev.idem.spi.StoredEntry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -81,11 +85,13 @@ import org.slf4j.LoggerFactory;
  * partitions is deduplicated in each separately.
  *
  * <p>The local directory is a cache: it is emptied when the state opens, and everything is rebuilt
- * from the changelog. Not for a zombie owner: a consumer that lost its partitions without knowing
- * (a long GC pause) may still append to their changelog until its next poll; this mode does not
- * fence it (a transactional producer would), so keep {@code max.poll.interval.ms} and the session
- * timeout such that a paused consumer is noticed. Thread-safety: call everything from the
- * consumer's thread, except the {@link DedupStore}s, which are thread-safe.
+ * from the changelog. It is marked ({@code .idem-kafka-state}) and locked while open: a directory
+ * that holds other files, or one another open state holds, is refused. Not for a zombie owner: a
+ * consumer that lost its partitions without knowing (a long GC pause) may still append to their
+ * changelog until its next poll; this mode does not fence it (a transactional producer would), so
+ * keep {@code max.poll.interval.ms} and the session timeout such that a paused consumer is noticed.
+ * Thread-safety: call everything from the consumer's thread, except the {@link DedupStore}s, which
+ * are thread-safe.
  */
 public final class PartitionedDedupState implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(PartitionedDedupState.class);
@@ -94,7 +100,13 @@ public final class PartitionedDedupState implements AutoCloseable {
     RocksDB.loadLibrary();
   }
 
+  /** The file that marks a directory as this state's, locked while the state is open. */
+  static final String MARKER = ".idem-kafka-state";
+
   private final PartitionedStateConfig config;
+  private final FileChannel markerChannel;
+  private final FileLock lock;
+  private final Path dbDir;
   private final DBOptions dbOptions;
   private final ColumnFamilyOptions cfOptions;
   private final WriteOptions writes;
@@ -111,13 +123,33 @@ public final class PartitionedDedupState implements AutoCloseable {
   private PartitionedDedupState(PartitionedStateConfig config) {
     this.config = config;
     Path dir = config.directory();
-    deleteRecursively(dir);
+    this.markerChannel = claim(dir);
+    FileLock l;
     try {
-      Files.createDirectories(dir);
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot create the state directory " + dir, e);
+      l = markerChannel.tryLock();
+    } catch (IOException | OverlappingFileLockException e) {
+      l = null;
     }
-    ensureChangelogTopic(config);
+    if (l == null) {
+      closeQuietly(markerChannel);
+      throw new IdemConfigException(
+          "the state directory "
+              + dir
+              + " is used by another consumer: give each instance its own directory");
+    }
+    this.lock = l;
+    this.dbDir = dir.resolve("db");
+    try {
+      deleteRecursively(dbDir);
+      Files.createDirectories(dbDir);
+      ensureChangelogTopic(config);
+    } catch (RuntimeException | IOException e) {
+      unlock();
+      if (e instanceof IOException io) {
+        throw new UncheckedIOException("cannot create the state directory " + dbDir, io);
+      }
+      throw (RuntimeException) e;
+    }
     this.dbOptions = new DBOptions().setCreateIfMissing(true);
     this.cfOptions = new ColumnFamilyOptions();
     // The local files are a cache rebuilt from the changelog: no write-ahead log.
@@ -127,10 +159,11 @@ public final class PartitionedDedupState implements AutoCloseable {
       this.db =
           RocksDB.open(
               dbOptions,
-              dir.toString(),
+              dbDir.toString(),
               List.of(new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, cfOptions)),
               handles);
     } catch (RocksDBException e) {
+      unlock();
       throw new StoreUnavailableException(
           "rocksdb:" + dir, false, "cannot open the local state in " + dir + ": " + e, e);
     }
@@ -407,7 +440,51 @@ public final class PartitionedDedupState implements AutoCloseable {
     writes.close();
     cfOptions.close();
     dbOptions.close();
-    deleteRecursively(config.directory());
+    deleteRecursively(dbDir);
+    unlock();
+  }
+
+  /**
+   * Makes {@code dir} this state's: creates it, refuses a directory that holds other files (it is
+   * emptied at every open), and opens its marker file (to lock).
+   */
+  private static FileChannel claim(Path dir) {
+    try {
+      Files.createDirectories(dir);
+      Path marker = dir.resolve(MARKER);
+      if (!Files.exists(marker)) {
+        try (Stream<Path> entries = Files.list(dir)) {
+          if (entries.findAny().isPresent()) {
+            throw new IdemConfigException(
+                "the state directory "
+                    + dir
+                    + " is not empty and is not an Idem Kafka state directory (no "
+                    + MARKER
+                    + "); it is emptied at every start, so give a new or empty directory");
+          }
+        }
+      }
+      return FileChannel.open(marker, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create the state directory " + dir, e);
+    }
+  }
+
+  private void unlock() {
+    try {
+      lock.release();
+    } catch (IOException e) {
+      LOG.debug("releasing the lock of {}", config.directory(), e);
+    }
+    closeQuietly(markerChannel);
+  }
+
+  private static void closeQuietly(FileChannel channel) {
+    try {
+      channel.close();
+    } catch (IOException e) {
+      LOG.debug("closing a state directory's marker", e);
+    }
   }
 
   private List<TopicPartition> input(Collection<TopicPartition> partitions) {

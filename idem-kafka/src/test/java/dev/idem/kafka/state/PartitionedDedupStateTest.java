@@ -12,6 +12,7 @@ import dev.idem.Scope;
 import dev.idem.kafka.testing.KafkaBroker;
 import dev.idem.key.KeyEncoding;
 import dev.idem.spi.KeyState;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -149,6 +150,28 @@ class PartitionedDedupStateTest {
     assertThatThrownBy(() -> open(topic, "x"))
         .isInstanceOf(IdemConfigException.class)
         .hasMessageContaining("has 2 partitions but the input topic");
+  }
+
+  @Test
+  void aDirectoryWithOtherFilesOrHeldByAnotherStateIsRefusedNotEmptied() throws Exception {
+    String topic = KafkaBroker.uniqueTopic("dir");
+    kafka.createTopic(topic, 1);
+    Path foreign = Files.createDirectories(dir.resolve("foreign"));
+    Files.writeString(foreign.resolve("keep.txt"), "not idem's");
+
+    assertThatThrownBy(() -> open(topic, "foreign"))
+        .isInstanceOf(IdemConfigException.class)
+        .hasMessageContaining("not an Idem Kafka state directory");
+    assertThat(foreign.resolve("keep.txt")).hasContent("not idem's");
+
+    try (PartitionedDedupState first = open(topic, "shared")) {
+      assertThatThrownBy(() -> open(topic, "shared"))
+          .isInstanceOf(IdemConfigException.class)
+          .hasMessageContaining("used by another consumer");
+      assertThat(first.ownedPartitions()).isEmpty();
+    }
+    // closed: the directory is free again (and still marked as a state directory)
+    open(topic, "shared").close();
   }
 
   private static void commit(Deduplicator d, String key) {

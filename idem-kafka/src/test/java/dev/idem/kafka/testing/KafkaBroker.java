@@ -104,8 +104,19 @@ public final class KafkaBroker implements AutoCloseable {
     // broker still elects one can see its batches expire.
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
     while (System.nanoTime() < deadline) {
-      var description =
-          admin.describeTopics(List.of(name)).allTopicNames().get(30, TimeUnit.SECONDS).get(name);
+      org.apache.kafka.clients.admin.TopicDescription description;
+      try {
+        description =
+            admin.describeTopics(List.of(name)).allTopicNames().get(30, TimeUnit.SECONDS).get(name);
+      } catch (java.util.concurrent.ExecutionException e) {
+        // A topic just created is not yet in every metadata cache (seen under load): ask again.
+        if (!(e.getCause()
+            instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException)) {
+          throw e;
+        }
+        Thread.sleep(50);
+        continue;
+      }
       if (description != null
           && description.partitions().size() == partitions
           && description.partitions().stream()

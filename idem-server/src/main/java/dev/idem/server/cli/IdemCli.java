@@ -447,6 +447,16 @@ public final class IdemCli implements Callable<Integer> {
         throw new IdemConfigException(
             "pipeline " + p.id() + " has no dedup step, so it keeps no keys");
       }
+      if (ServiceAssembly.keepsKeysInSource(p)) {
+        throw new IdemConfigException(
+            "pipeline "
+                + p.id()
+                + " keeps its keys in source.kafka.state, held by the running instances (each"
+                + " for the partitions it owns): use the admin API of the instance that owns the"
+                + " key's partition (GET or DELETE /admin/pipelines/"
+                + p.id()
+                + "/keys/KEY)");
+      }
       DedupKey k;
       try {
         EventKeys keys = tenantKeys(p, tenant);

@@ -557,7 +557,11 @@ final class ConfigConverter {
       return null;
     }
     // Rules between fields.
-    StoreSettings effective = dedup != null && dedup.store() != null ? dedup.store() : serviceStore;
+    KafkaStateSettings localState = source instanceof KafkaSourceSettings ks ? ks.state() : null;
+    StoreSettings effective =
+        localState != null
+            ? null // source.kafka.state keeps the keys: no store applies (kafkaStateRules)
+            : dedup != null && dedup.store() != null ? dedup.store() : serviceStore;
     if (tenant != null && dedup == null) {
       problem(at + ".tenant", "scopes the dedup keys; add dedup, or remove tenant");
     }
@@ -598,7 +602,9 @@ final class ConfigConverter {
               + effective.type().configName()
               + " (bound a durable store with window instead)");
     }
-    if (deliver.mode() == DeliveryMode.ASYNC) {
+    if (localState != null) {
+      kafkaStateRules(at, dedup, ordering, deliver);
+    } else if (deliver.mode() == DeliveryMode.ASYNC) {
       if (dedup == null) {
         problem(
             at + ".deliver.mode",
@@ -634,6 +640,53 @@ final class ConfigConverter {
     String finalJq = jq;
     TenantSpec t = tenant;
     return orNull(() -> new PipelineSettings(p.id, w, dedup, ordering, finalJq, d, t), at + ".id");
+  }
+
+  /**
+   * What {@code source.kafka.state} needs: a dedup step whose keys it keeps (and no other store),
+   * sync delivery (the offset commit, after the changelog flush, is the durable accept; there is no
+   * outbox), and no ordering step (a partition's records are already processed in order, one at a
+   * time).
+   */
+  private void kafkaStateRules(
+      String at,
+      @Nullable DedupSettings dedup,
+      @Nullable OrderingSettings ordering,
+      DeliverSettings deliver) {
+    if (dedup == null) {
+      problem(
+          at + ".source.kafka.state",
+          "keeps the pipeline's dedup keys; add dedup (e.g. dedup: { key: header(\"X-Id\") }), or"
+              + " remove state");
+    } else {
+      if (dedup.store() != null) {
+        problem(
+            at + ".dedup.store",
+            "cannot be used with source.kafka.state, which keeps this pipeline's keys; remove one"
+                + " of them");
+      }
+      if (dedup.maxKeys() != null) {
+        problem(
+            at + ".dedup.max_keys",
+            "is only for the memory store; source.kafka.state keeps keys on disk: bound them with"
+                + " window");
+      }
+    }
+    if (deliver.mode() == DeliveryMode.ASYNC) {
+      problem(
+          at + ".deliver.mode",
+          "async needs a store with an outbox, and source.kafka.state has none: use mode: sync (an"
+              + " offset is committed only after the record's key change is in the changelog), or"
+              + " a shared store (redis, jdbc) instead of state");
+    }
+    if (ordering != null) {
+      problem(
+          at + ".ordering",
+          "cannot be used with source.kafka.state: records of one partition are already handled"
+              + " one at a time in offset order, so produce the records keyed by the ordering key"
+              + " (one key, one partition) and remove ordering; or use a shared store (redis,"
+              + " jdbc) for ordering across partitions");
+    }
   }
 
   /** The one source of a pipeline ({@code source.webhook}, {@code source.kafka}, ...). */
@@ -735,6 +788,22 @@ final class ConfigConverter {
             ? backoff
             : maxBackoff;
     long mb = maxBody;
+    KafkaStateSettings state = null;
+    if (k.state != null) {
+      state = kafkaState(k.state, at + ".state");
+      if (state == null) {
+        return null;
+      }
+      if (k.topics.size() != 1) {
+        problem(
+            at + ".state",
+            "keeps the keys of one topic's partitions; consume one topic in this pipeline (give"
+                + " each topic its own pipeline), got topics "
+                + k.topics);
+        return null;
+      }
+    }
+    KafkaStateSettings finalState = state;
     return orNull(
         () ->
             new KafkaSourceSettings(
@@ -751,7 +820,34 @@ final class ConfigConverter {
                 max,
                 mb,
                 k.maxDepth == null ? WebhookSettings.DEFAULT_MAX_DEPTH : k.maxDepth,
-                k.properties == null ? Map.of() : k.properties),
+                k.properties == null ? Map.of() : k.properties,
+                finalState),
+        at + field);
+  }
+
+  /** {@code source.kafka.state}: the partitioned local dedup state. */
+  private @Nullable KafkaStateSettings kafkaState(
+      IdemProperties.KafkaStateProperties st, String at) {
+    if (st.dir == null || st.dir.isBlank()) {
+      problem(
+          at + ".dir",
+          "is required: this instance's local state directory, emptied at start (e.g. dir:"
+              + " /var/lib/idem/kafka-state; one per instance)");
+      return null;
+    }
+    String field =
+        st.replicationFactor != null
+                && (st.replicationFactor < 1 || st.replicationFactor > Short.MAX_VALUE)
+            ? ".replication_factor"
+            : st.changelogTopic != null ? ".changelog_topic" : ".dir";
+    return orNull(
+        () ->
+            new KafkaStateSettings(
+                Path.of(st.dir),
+                st.changelogTopic,
+                st.replicationFactor == null
+                    ? KafkaStateSettings.DEFAULT_REPLICATION_FACTOR
+                    : st.replicationFactor),
         at + field);
   }
 

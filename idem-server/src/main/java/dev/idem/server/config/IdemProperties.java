@@ -231,6 +231,24 @@ public final class IdemProperties {
 
     /** {@code properties}: further Kafka client settings. */
     public @Nullable Map<String, String> properties;
+
+    /** {@code state}: the partitioned local dedup state. */
+    public @Nullable KafkaStateProperties state;
+  }
+
+  /** {@code source.kafka.state}. */
+  public static final class KafkaStateProperties {
+    /** Creates an empty binding target (Jackson fills it). */
+    public KafkaStateProperties() {}
+
+    /** {@code dir}. */
+    public @Nullable String dir;
+
+    /** {@code changelog_topic}. */
+    public @Nullable String changelogTopic;
+
+    /** {@code replication_factor}. */
+    public @Nullable Integer replicationFactor;
   }
 
   /** {@code source.rabbitmq}. */

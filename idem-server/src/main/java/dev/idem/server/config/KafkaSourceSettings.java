@@ -29,6 +29,7 @@ import org.jspecify.annotations.Nullable;
  * @param maxDepth the deepest JSON nesting accepted
  * @param properties further Kafka consumer (and dead-letter producer) settings, e.g. {@code
  *     security.protocol}; they cannot override the settings the source depends on
+ * @param state the partitioned local dedup state ({@code state}), or null for the pipeline's store
  */
 public record KafkaSourceSettings(
     String bootstrap,
@@ -42,7 +43,8 @@ public record KafkaSourceSettings(
     Duration maxBackoff,
     long maxBody,
     int maxDepth,
-    Map<String, String> properties)
+    Map<String, String> properties,
+    @Nullable KafkaStateSettings state)
     implements SourceSettings {
 
   /** The default poll size: 500 records (Kafka's own default). */
@@ -154,6 +156,69 @@ public record KafkaSourceSettings(
             "properties." + k + " is set by the source itself; remove it");
       }
     }
+    if (state != null && topics.size() != 1) {
+      throw new IdemConfigException(
+          "state keeps the keys of one topic's partitions; consume one topic here (give each"
+              + " topic its own pipeline), got "
+              + topics);
+    }
+  }
+
+  /**
+   * Makes the settings of a source whose dedup keys live in the pipeline's store (no {@code
+   * state}).
+   *
+   * @param bootstrap the brokers
+   * @param topics the topics
+   * @param group the consumer group id
+   * @param maxPollRecords the most records one poll returns
+   * @param onBadRecord what happens to a bad record
+   * @param deadLetterTopic the dead-letter topic, or null
+   * @param maxAttempts attempts of a failing record
+   * @param backoff the first wait before a retry
+   * @param maxBackoff the longest wait between two tries
+   * @param maxBody the largest record value, in bytes
+   * @param maxDepth the deepest JSON nesting
+   * @param properties further Kafka client settings
+   * @throws IdemConfigException naming the field
+   */
+  public KafkaSourceSettings(
+      String bootstrap,
+      List<String> topics,
+      String group,
+      int maxPollRecords,
+      BadRecord onBadRecord,
+      @Nullable String deadLetterTopic,
+      int maxAttempts,
+      Duration backoff,
+      Duration maxBackoff,
+      long maxBody,
+      int maxDepth,
+      Map<String, String> properties) {
+    this(
+        bootstrap,
+        topics,
+        group,
+        maxPollRecords,
+        onBadRecord,
+        deadLetterTopic,
+        maxAttempts,
+        backoff,
+        maxBackoff,
+        maxBody,
+        maxDepth,
+        properties,
+        null);
+  }
+
+  /**
+   * Returns the changelog topic of the local state, if there is one.
+   *
+   * @return the topic, or null without {@code state}
+   */
+  public @Nullable String changelogTopic() {
+    KafkaStateSettings s = state;
+    return s == null ? null : s.changelogFor(group, topics.get(0));
   }
 
   @Override
@@ -179,6 +244,11 @@ public record KafkaSourceSettings(
     m.put("max_depth", maxDepth);
     if (!properties.isEmpty()) {
       m.put("properties", maskedProperties(properties));
+    }
+    if (state != null) {
+      Map<String, Object> st = state.printable();
+      st.put("changelog_topic", changelogTopic());
+      m.put("state", st);
     }
     return m;
   }

@@ -28,6 +28,7 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -66,6 +67,10 @@ import org.slf4j.LoggerFactory;
  * come back as duplicates, or are processed then). A record after an unsettled one in the same poll
  * may already have been processed when the unsettled one is retried: the first delivery of such a
  * pair is out of order; a record settled at its first try keeps its partition's order.
+ *
+ * <p>With {@code state} ({@link KafkaLocalState}) the keys live next to the consumer: a new
+ * partition is paused until its keys are restored from the changelog, each partition's records are
+ * decided against its own keys, and offsets are committed only after the changelog is flushed.
  */
 public final class KafkaSource implements EventSource {
   private static final Logger LOG = LoggerFactory.getLogger(KafkaSource.class);
@@ -82,6 +87,7 @@ public final class KafkaSource implements EventSource {
   private @Nullable Thread thread;
   private @Nullable KafkaConsumer<byte[], byte[]> consumer;
   private @Nullable KafkaProducer<byte[], byte[]> deadLetters;
+  private final @Nullable KafkaLocalState state;
 
   // Consumer-thread state, per assigned partition.
   private final Map<TopicPartition, Long> toCommit = new HashMap<>();
@@ -99,6 +105,24 @@ public final class KafkaSource implements EventSource {
    * @param context meters and clock
    */
   public KafkaSource(KafkaSourceSettings settings, Pipeline pipeline, Sources.Context context) {
+    this(settings, pipeline, context, null);
+  }
+
+  /**
+   * Makes the source with its partitioned local state; nothing connects until {@link #start}.
+   *
+   * @param settings the source's settings
+   * @param pipeline the pipeline it feeds (its dedup store is {@code state.store()})
+   * @param context meters and clock
+   * @param state the local state of {@code source.kafka.state}, or null; the source opens and
+   *     closes it
+   */
+  public KafkaSource(
+      KafkaSourceSettings settings,
+      Pipeline pipeline,
+      Sources.Context context,
+      @Nullable KafkaLocalState state) {
+    this.state = state;
     this.settings = settings;
     this.pipeline = pipeline;
     this.time = context.time();
@@ -126,6 +150,11 @@ public final class KafkaSource implements EventSource {
         return;
       }
       try {
+        if (state != null) {
+          Map<String, Object> clients = new HashMap<>(settings.properties());
+          clients.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, settings.bootstrap());
+          state.open(clients);
+        }
         consumer = new KafkaConsumer<>(consumerConfig());
         if (settings.onBadRecord() == KafkaSourceSettings.BadRecord.DEAD_LETTER) {
           deadLetters = new KafkaProducer<>(producerConfig());
@@ -183,6 +212,12 @@ public final class KafkaSource implements EventSource {
     c.putIfAbsent(ConsumerConfig.CLIENT_ID_CONFIG, "idem-" + pipeline.id());
     c.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
     c.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    if (state != null) {
+      // Move only the partitions that change owner, so the others keep their restored keys.
+      c.putIfAbsent(
+          ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+          CooperativeStickyAssignor.class.getName());
+    }
     return c;
   }
 
@@ -212,13 +247,18 @@ public final class KafkaSource implements EventSource {
       return;
     }
     try {
-      c.subscribe(settings.topics(), new Rebalance(c));
+      c.subscribe(
+          settings.topics(),
+          state == null ? new Rebalance(c) : state.listener(c, new Rebalance(c)));
       LOG.info(
           "pipeline={} source.kafka consuming topics={} group={}",
           pipeline.id(),
           settings.topics(),
           settings.group());
       while (running) {
+        if (state != null) {
+          state.restoreSome(c, this::forgetProgress);
+        }
         resumeDue(c);
         ConsumerRecords<byte[], byte[]> records;
         try {
@@ -277,7 +317,12 @@ public final class KafkaSource implements EventSource {
         positions.add(i);
       }
     }
-    List<Outcome> decided = events.isEmpty() ? List.of() : pipeline.processAll(events);
+    List<Outcome> decided =
+        events.isEmpty()
+            ? List.of()
+            : state == null
+                ? pipeline.processAll(events)
+                : state.inPartition(tp, () -> pipeline.processAll(events));
     for (int j = 0; j < decided.size(); j++) {
       outcomes[positions.get(j)] = decided.get(j);
     }
@@ -473,6 +518,9 @@ public final class KafkaSource implements EventSource {
     if (offsets.isEmpty()) {
       return;
     }
+    if (state != null && !state.flushed()) {
+      return; // the changelog must never be behind a committed offset; tried again next time
+    }
     try {
       c.commitSync(offsets);
       offsets.keySet().forEach(toCommit::remove);
@@ -495,6 +543,16 @@ public final class KafkaSource implements EventSource {
       if (l.isPresent()) {
         e.getValue().set(l.getAsLong());
       }
+    }
+  }
+
+  /** Forgets what was settled or retried on these partitions (they are read again). */
+  private void forgetProgress(Collection<TopicPartition> partitions) {
+    for (TopicPartition tp : partitions) {
+      toCommit.remove(tp);
+      resumeAtNanos.remove(tp);
+      retries.remove(tp);
+      failures.remove(tp);
     }
   }
 
@@ -524,6 +582,13 @@ public final class KafkaSource implements EventSource {
     KafkaProducer<byte[], byte[]> p = deadLetters;
     if (p != null) {
       p.close(Duration.ofSeconds(5));
+    }
+    if (state != null) {
+      try {
+        state.close();
+      } catch (RuntimeException e) {
+        LOG.warn("pipeline={} source.kafka.state close failed: {}", pipeline.id(), e.toString());
+      }
     }
   }
 

@@ -1,0 +1,155 @@
+package dev.idem.server.source.kafka;
+
+import static dev.idem.server.source.kafka.KafkaFixtures.serve;
+import static dev.idem.server.source.kafka.KafkaFixtures.uncommitted;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.idem.kafka.testing.KafkaBroker;
+import dev.idem.server.IdemServer;
+import dev.idem.server.config.ConfigLoader;
+import dev.idem.server.config.IdemConfig;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code source.kafka.state} in one JVM (issue 16 §2): a service keeps the keys of its partitions
+ * locally and in the changelog; a second service of the same group, with an empty state directory
+ * of its own, restores them before it reads a record, so repeats of orders the first one delivered
+ * are duplicates, and only new orders are delivered. The restore is counted in the metrics.
+ */
+class KafkaStateSourceTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  @TempDir Path dir;
+
+  private IdemConfig config(String bootstrap, String topic, String stateDir, Path out) {
+    return ConfigLoader.parse(
+        "kstate.yaml",
+        """
+        server: { host: 127.0.0.1, port: 0 }
+        pipelines:
+          - id: orders
+            source:
+              kafka:
+                bootstrap: "%s"
+                topics: [%s]
+                group: kstate
+                on_bad_record: log_and_skip
+                state: { dir: "%s", replication_factor: 1 }
+            dedup: { key: header("X-Order-Id"), window: 1h }
+            deliver: { file: { path: "%s" } }
+        """
+            .formatted(bootstrap, topic, dir.resolve(stateDir), out),
+        n -> null);
+  }
+
+  @Test
+  void aNewOwnerRestoresTheKeysBeforeItDecidesAndDeliversOnlyNewOrders() throws Exception {
+    try (KafkaBroker kafka = KafkaBroker.start();
+        KafkaProducer<String, String> producer =
+            KafkaFixtures.plainProducer(kafka.bootstrapServers())) {
+      String topic = KafkaBroker.uniqueTopic("kstate");
+      kafka.createTopic(topic, 3);
+      KafkaFixtures.awaitLeaders(kafka.bootstrapServers(), topic);
+      Random random = new Random(2);
+
+      // given a first service that delivered 300 orders (and skipped 90 repeats)
+      List<String[]> first = new ArrayList<>();
+      for (int i = 0; i < 300; i++) {
+        first.add(order(i, false));
+        if (i > 0 && i % 10 < 3) {
+          first.add(order(random.nextInt(i), true));
+        }
+      }
+      produceKeyed(producer, topic, first);
+      Path out1 = dir.resolve("out-1.jsonl");
+      try (IdemServer one = serve(config(kafka.bootstrapServers(), topic, "state-1", out1))) {
+        await()
+            .atMost(Duration.ofSeconds(90))
+            .pollInterval(Duration.ofMillis(200))
+            .until(() -> uncommitted(kafka.bootstrapServers(), "kstate", topic) == 0);
+      }
+      assertThat(lines(out1)).hasSize(300);
+
+      // when repeats of those and 50 new orders arrive for a second service with an empty dir
+      List<String[]> second = new ArrayList<>();
+      for (int i = 0; i < 150; i++) {
+        second.add(order(random.nextInt(300), true));
+      }
+      for (int i = 300; i < 350; i++) {
+        second.add(order(i, false));
+      }
+      produceKeyed(producer, topic, second);
+      Path out2 = dir.resolve("out-2.jsonl");
+      String metrics;
+      try (IdemServer two = serve(config(kafka.bootstrapServers(), topic, "state-2", out2))) {
+        await()
+            .atMost(Duration.ofSeconds(90))
+            .pollInterval(Duration.ofMillis(200))
+            .until(() -> uncommitted(kafka.bootstrapServers(), "kstate", topic) == 0);
+        metrics = two.runtime().prometheus().scrape();
+      }
+
+      // then only the new orders are delivered: the repeats were judged by the restored keys
+      List<JsonNode> delivered = lines(out2);
+      assertThat(delivered).hasSize(50);
+      assertThat(delivered)
+          .allSatisfy(l -> assertThat(l.get("event").has("again")).isFalse())
+          .extracting(l -> l.get("event").get("order").asText())
+          .doesNotHaveDuplicates();
+      assertThat(metrics)
+          .containsPattern("idem_kafka_state_restore_records_total\\{pipeline=\"orders\"} [1-9]")
+          .containsPattern(
+              "idem_kafka_state_restore_seconds_count\\{pipeline=\"orders\"} 3(\\.0)?\\b");
+    }
+  }
+
+  private static String[] order(int i, boolean again) {
+    String id = "o-" + i;
+    return new String[] {
+      again ? "{\"order\":\"" + id + "\",\"again\":true}" : "{\"order\":\"" + id + "\"}", id
+    };
+  }
+
+  /** Records keyed by order id (one order, one partition), with the X-Order-Id header. */
+  static void produceKeyed(
+      KafkaProducer<String, String> producer, String topic, List<String[]> records)
+      throws Exception {
+    List<Future<?>> sent = new ArrayList<>();
+    for (String[] r : records) {
+      ProducerRecord<String, String> pr = new ProducerRecord<>(topic, r[1], r[0]);
+      pr.headers().add("X-Order-Id", r[1].getBytes(StandardCharsets.UTF_8));
+      sent.add(producer.send(pr));
+    }
+    producer.flush();
+    for (Future<?> f : sent) {
+      f.get(30, TimeUnit.SECONDS);
+    }
+  }
+
+  private static List<JsonNode> lines(Path file) throws IOException {
+    if (!Files.exists(file)) {
+      return List.of();
+    }
+    List<JsonNode> out = new ArrayList<>();
+    for (String l : Files.readAllLines(file)) {
+      out.add(JSON.readTree(l));
+    }
+    return out;
+  }
+}
