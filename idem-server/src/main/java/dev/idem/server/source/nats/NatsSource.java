@@ -1,12 +1,14 @@
 package dev.idem.server.source.nats;
 
 import dev.idem.IdemException;
+import dev.idem.TimeSource;
 import dev.idem.server.config.Masking;
 import dev.idem.server.config.NatsSourceSettings;
 import dev.idem.server.pipeline.InboundRequest;
 import dev.idem.server.pipeline.Outcome;
 import dev.idem.server.pipeline.Pipeline;
 import dev.idem.server.source.EventSource;
+import dev.idem.server.source.OutageLog;
 import dev.idem.server.source.SourceMeters;
 import io.micrometer.core.instrument.Meter;
 import io.nats.client.Connection;
@@ -73,6 +75,7 @@ public final class NatsSource implements EventSource {
   private final Pipeline pipeline;
   private final SourceMeters meters;
   private final String where;
+  private final OutageLog outage;
   private final Object lifecycle = new Object();
   private volatile boolean running;
   private @Nullable Thread worker;
@@ -105,6 +108,18 @@ public final class NatsSource implements EventSource {
             + " at "
             + Masking.url(settings.url());
     this.ackWait = settings.ackWait();
+    this.outage =
+        new OutageLog(
+            LOG,
+            pipeline.id(),
+            "nats source (" + where + ")",
+            "nothing is acked, the batch is nak'ed and fetching pauses (from backoff "
+                + settings.backoff().toMillis()
+                + " ms, doubling up to max_backoff "
+                + settings.maxBackoff().toMillis()
+                + " ms)",
+            TimeSource.system(),
+            OutageLog.DEFAULT_REMINDER);
   }
 
   @Override
@@ -315,21 +330,25 @@ public final class NatsSource implements EventSource {
     for (int j = 0; j < results.size(); j++) {
       outcomes[index.get(j)] = results.get(j);
     }
-    boolean unavailable = false;
+    int unavailable = 0;
     for (Outcome o : outcomes) {
-      unavailable |= o instanceof Outcome.Unavailable;
+      if (o instanceof Outcome.Unavailable) {
+        unavailable++;
+      }
     }
-    Duration retry = unavailable ? nextPause() : Duration.ZERO;
+    Duration retry = unavailable > 0 ? nextPause() : Duration.ZERO;
     lastPause = retry;
     for (int i = 0; i < n; i++) {
       answer(batch.get(i), outcomes[i], retry);
     }
-    if (unavailable) {
+    outage.observe(results, unavailable);
+    if (unavailable > 0) {
       pause = retry;
-      LOG.warn(
-          "nats source pipeline={}: the store is unavailable; pausing consumption for {} ms"
+      LOG.debug(
+          "nats source pipeline={}: {} messages answered unavailable; pausing consumption for {} ms"
               + " (nothing acked)",
           pipeline.id(),
+          unavailable,
           retry.toMillis());
     }
   }
