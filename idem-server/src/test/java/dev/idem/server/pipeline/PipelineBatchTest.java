@@ -39,7 +39,6 @@ class PipelineBatchTest {
   final ManualTimeSource time = new ManualTimeSource();
   final CountingStore store = new CountingStore();
   final List<String> delivered = new CopyOnWriteArrayList<>();
-  final List<Boolean> committedWhenDelivered = new CopyOnWriteArrayList<>();
   volatile String failOn = "";
 
   static PipelineSettings settings(String extra) {
@@ -54,8 +53,13 @@ class PipelineBatchTest {
   }
 
   Pipeline pipeline() {
+    return pipeline(true);
+  }
+
+  Pipeline pipeline(boolean batchCommits) {
     PipelineSettings s = settings("");
     return Pipeline.builder(s)
+        .batchCommits(batchCommits)
         .keys(TestParts.idField())
         .timeSource(time)
         .dedup(
@@ -104,6 +108,20 @@ class PipelineBatchTest {
     for (String id : List.of("a", "b", "c", "d")) {
       assertThat(state(id)).isInstanceOf(KeyState.Committed.class);
     }
+  }
+
+  @Test
+  void withoutBatchCommitsEachKeyIsCommittedRightAfterItsDelivery() {
+    Pipeline p = pipeline(false);
+    List<Boolean> committedBefore = new ArrayList<>();
+    store.onCommit = () -> committedBefore.add(delivered.size() == store.commits.get());
+
+    List<Outcome> outcomes = p.processAll(events("a", "b", "c"));
+
+    assertThat(outcomes).allMatch(o -> o instanceof Outcome.Accepted);
+    assertThat(store.reserveAlls.get()).isEqualTo(1);
+    assertThat(store.commitAlls.get()).isZero();
+    assertThat(committedBefore).containsExactly(true, true, true); // commit i follows delivery i
   }
 
   @Test
@@ -215,6 +233,7 @@ class PipelineBatchTest {
     final AtomicInteger commitAlls = new AtomicInteger();
     final AtomicInteger commits = new AtomicInteger();
     volatile Runnable onCommitAll = () -> {};
+    volatile Runnable onCommit = () -> {};
 
     @Override
     public List<ReserveResult> reserveAll(List<ReserveRequest> requests) {
@@ -234,6 +253,7 @@ class PipelineBatchTest {
     @Override
     public SettleResult commit(CommitRequest request) {
       commits.incrementAndGet();
+      onCommit.run();
       return store.commit(request);
     }
 
