@@ -187,6 +187,7 @@ public final class NatsSourceAlternating {
                       .build(),
                   null)
               .deliverer(d -> new DeliveryOutcome.Delivered(0, null, null))
+              .batchCommits(redis != null) // as ServiceAssembly sets it for a shared store
               .build();
       SourceMeters meters = new SourceMeters(new SimpleMeterRegistry(), p.id(), "nats");
       NatsSource source = new NatsSource((NatsSourceSettings) p.source(), pipeline, meters);

@@ -212,6 +212,7 @@ public final class RabbitMqSourceAlternating {
                 Deduplicator.builder(s, Scope.of(p.id())).config(p.dedup().config()).build(), null)
             .deliverer(d -> new DeliveryOutcome.Delivered(0, null, null))
             .meters(metrics.pipeline(p.id()))
+            .batchCommits(store.equals("redis")) // as ServiceAssembly sets it for a shared store
             .build();
     EventSource source =
         Sources.open(

@@ -337,6 +337,8 @@ public final class ServiceAssembly {
           outbox = o;
         }
         b.dedup(dedup, outbox);
+        // A shared store answers over the network: a broker batch commits with one round trip.
+        b.batchCommits(config.storeOf(p).type().shared());
         if (d.mode() == DedupMode.REPLAY) {
           b.canonicalFingerprints();
         }

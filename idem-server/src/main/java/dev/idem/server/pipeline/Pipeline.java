@@ -25,7 +25,9 @@ import dev.idem.server.transform.TransformException;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxStore;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -107,6 +109,7 @@ public final class Pipeline {
   private final @Nullable ScheduledExecutorService renewals;
   private final boolean replay;
   private final boolean async;
+  private final boolean batchCommits;
 
   private Pipeline(Builder b) {
     this.settings = b.settings;
@@ -129,6 +132,7 @@ public final class Pipeline {
     this.renewals = b.renewals;
     this.replay = settings.dedup() != null && settings.dedup().mode() == DedupMode.REPLAY;
     this.async = settings.deliver().mode() == DeliveryMode.ASYNC;
+    this.batchCommits = b.batchCommits;
     if (async && (dedup == null || outbox == null || outboxEncoder == null)) {
       throw new IllegalArgumentException(
           "pipeline " + id + ": async delivery needs a dedup step, an outbox store and an encoder");
@@ -298,30 +302,47 @@ public final class Pipeline {
   }
 
   /**
-   * Processes a batch of events (a broker's poll) in order, reserving their keys with one batch
-   * reserve where the store allows: each event's outcome is the one {@link #process} would give,
-   * and the events are delivered one after another in the batch's order. An event whose key repeats
-   * an earlier one of the batch is decided after that one settled (so it is a duplicate, not in
+   * Processes a batch of events (a broker's poll) in order, with one batch reserve and one batch
+   * commit where the store allows: each event's outcome is the one {@link #process} would give, and
+   * the events are delivered one after another in the batch's order. An event whose key repeats an
+   * earlier one of the batch is decided after that one settled (so it is a duplicate, not in
    * flight). In replay mode (fingerprints) each event is reserved on its own.
+   *
+   * <p>The batch path, step by step:
+   *
+   * <ol>
+   *   <li>check each body and derive its key (a bad one gets its rejected outcome);
+   *   <li>reserve the batch's distinct keys with one {@code reserveAll};
+   *   <li>renew the acquired reservations' leases from one timer while the batch runs;
+   *   <li>run each acquired event in order (order, transform, deliver); with {@link
+   *       Builder#batchCommits batch commits} a plain commit (sync delivery, no ordering step,
+   *       nothing to store) is settled with the batch, any other settlement at once;
+   *   <li>settle the batch: one {@code commitAll} for the commits held back ({@link #settleAll}),
+   *       before an event whose key repeats one of them, and before this returns.
+   * </ol>
+   *
+   * <p>A store outage is logged here at DEBUG only (per key): a source that calls this logs the
+   * outage once for the batch.
    *
    * @param events the events, in the source's order
    * @return one outcome per event, in order; every reservation is settled when this returns
    */
   public List<Outcome> processAll(List<InboundRequest> events) {
     Deduplicator d = dedup;
-    if (d == null || fingerprints != null || events.size() < 2) {
+    if (d == null || fingerprints != null || events.isEmpty()) {
       List<Outcome> out = new ArrayList<>(events.size());
       for (InboundRequest e : events) {
         out.add(process(e));
       }
       return out;
     }
-    Outcome[] out = new Outcome[events.size()];
-    DedupKey[] keyOf = new DedupKey[events.size()];
-    List<DedupKey> batch = new ArrayList<>(events.size());
-    List<Integer> batched = new ArrayList<>(events.size());
-    Set<DedupKey> seen = new HashSet<>();
-    for (int i = 0; i < events.size(); i++) {
+    int n = events.size();
+    Outcome[] out = new Outcome[n];
+    DedupKey[] keyOf = new DedupKey[n];
+    List<DedupKey> batch = new ArrayList<>(n);
+    int[] batched = new int[n];
+    Set<DedupKey> seen = new HashSet<>(n * 2);
+    for (int i = 0; i < n; i++) {
       InboundRequest e = events.get(i);
       Outcome.Rejected bad = json.check(e.body());
       if (bad != null) {
@@ -338,8 +359,8 @@ public final class Pipeline {
         continue;
       }
       if (seen.add(keyOf[i])) {
+        batched[batch.size()] = i;
         batch.add(keyOf[i]);
-        batched.add(i);
       }
     }
     List<Decision> decisions;
@@ -347,9 +368,9 @@ public final class Pipeline {
     try {
       decisions = batch.isEmpty() ? List.of() : d.reserveAll(batch);
     } catch (StoreUnavailableException ex) {
-      for (int i = 0; i < out.length; i++) {
+      for (int i = 0; i < n; i++) {
         if (out[i] == null) {
-          out[i] = storeUnavailable(ex, keyOf[i]);
+          out[i] = storeUnavailableInBatch(ex, keyOf[i]);
         }
       }
       return List.of(out);
@@ -357,24 +378,182 @@ public final class Pipeline {
     if (meters != null && !batch.isEmpty()) {
       meters.reserveTook(time.monotonicNanos() - started);
     }
-    Decision[] decisionOf = new Decision[events.size()];
-    for (int j = 0; j < batched.size(); j++) {
-      decisionOf[batched.get(j)] = decisions.get(j);
-    }
-    for (int i = 0; i < out.length; i++) {
-      if (out[i] != null) {
-        continue;
+    Decision[] decisionOf = new Decision[n];
+    List<Reservation> acquired = new ArrayList<>(batch.size());
+    for (int j = 0; j < batch.size(); j++) {
+      Decision decision = decisions.get(j);
+      decisionOf[batched[j]] = decision;
+      if (decision instanceof Decision.Acquired a) {
+        acquired.add(a.reservation());
       }
-      Decision decision = decisionOf[i];
-      if (decision == null) {
-        out[i] = process(events.get(i)); // its key repeats an earlier event of the batch
-      } else if (decision instanceof Decision.Acquired a) {
-        out[i] = runReserved(events.get(i), keyOf[i], a.reservation());
-      } else {
-        out[i] = notAcquired(keyOf[i], decision);
+    }
+    // Commits are held back only where nothing after the commit depends on it: no ordering turn
+    // (released after the event, before a held-back commit), no sequence or poison bookkeeping, and
+    // sync delivery (async writes the key with its outbox entries).
+    Batch settling = new Batch(canHoldCommits() ? acquired : List.of());
+    ScheduledFuture<?> renewal = startRenewals(acquired);
+    Batch outer = BATCH.get();
+    BATCH.set(settling);
+    try {
+      for (int i = 0; i < n; i++) {
+        if (out[i] != null) {
+          continue;
+        }
+        Decision decision = decisionOf[i];
+        if (decision == null) {
+          // Its key repeats an earlier event of the batch: decided after that one is settled.
+          settleAll(settling);
+          out[i] = process(events.get(i));
+        } else if (decision instanceof Decision.Acquired a) {
+          Reservation r = a.reservation();
+          out[i] =
+              leaseRanOut(r)
+                  ? settle(
+                      r, keyOf[i], Step.leaseExpired("before processing (the reserve was slow)", 0))
+                  : run(events.get(i), keyOf[i], r);
+        } else {
+          out[i] = notAcquired(keyOf[i], decision);
+        }
+      }
+    } finally {
+      try {
+        settleAll(settling);
+      } finally {
+        BATCH.set(outer);
+        if (renewal != null) {
+          renewal.cancel(false);
+        }
       }
     }
     return List.of(out);
+  }
+
+  /** Whether a batch's plain commits may wait for the batch's {@link #settleAll}. */
+  private boolean canHoldCommits() {
+    return batchCommits
+        && ordering == null
+        && sequences == null
+        && poison == null
+        && !async
+        && !replay;
+  }
+
+  /**
+   * The batch being run on this thread by {@link #processAll}: {@link #settle} holds back the plain
+   * commits of its reservations, {@link #settleAll} commits them. Per thread because one pipeline
+   * runs many sources' batches at once, and each batch runs on its caller's thread.
+   */
+  private static final ThreadLocal<@Nullable Batch> BATCH = new ThreadLocal<>();
+
+  /** One batch's reservations whose commits may be held back, and those held back so far. */
+  private static final class Batch {
+    final Set<Reservation> holdable = Collections.newSetFromMap(new IdentityHashMap<>());
+    final List<Reservation> held = new ArrayList<>();
+    final List<DedupKey> heldKeys = new ArrayList<>();
+
+    Batch(List<Reservation> holdable) {
+      this.holdable.addAll(holdable);
+    }
+
+    /** Holds the commit back if the reservation is one of the batch's; false otherwise. */
+    boolean hold(@Nullable Reservation r, DedupKey key) {
+      if (r == null || !holdable.remove(r)) {
+        return false;
+      }
+      held.add(r);
+      heldKeys.add(key);
+      return true;
+    }
+  }
+
+  /**
+   * Renews the leases of a batch's open reservations every third of the lease while the batch runs,
+   * from one timer task (not one per event).
+   */
+  private @Nullable ScheduledFuture<?> startRenewals(List<Reservation> acquired) {
+    ScheduledExecutorService timer = renewals;
+    Deduplicator d = dedup;
+    if (timer == null || d == null || acquired.isEmpty()) {
+      return null;
+    }
+    long every = Math.max(1, d.config().lease().toMillis() / 3);
+    List<Reservation> open = new ArrayList<>(acquired);
+    try {
+      return timer.scheduleWithFixedDelay(
+          () -> {
+            open.removeIf(r -> r.settlement() != null || !renewOne(r));
+            if (open.isEmpty()) {
+              throw new CancellationException(); // all settled: stop
+            }
+          },
+          every,
+          every,
+          TimeUnit.MILLISECONDS);
+    } catch (RejectedExecutionException e) {
+      return null; // shutting down: the lease alone bounds the work
+    }
+  }
+
+  /** Renews one of a batch's leases; false when it should not be renewed again. */
+  private boolean renewOne(Reservation r) {
+    try {
+      renew(r, r.key());
+      return true;
+    } catch (CancellationException e) {
+      return false;
+    }
+  }
+
+  /**
+   * Settles a batch's held-back commits with one {@code commitAll}: the batch form of {@link
+   * #settle}'s commit, with the same answers to a lost lease (commit again if nobody took the key)
+   * and to an unavailable store (the delivered events stay accepted; their keys heal when their
+   * leases run out).
+   */
+  private void settleAll(Batch b) {
+    if (b.held.isEmpty()) {
+      return;
+    }
+    List<Reservation> held = List.copyOf(b.held);
+    List<DedupKey> heldKeys = List.copyOf(b.heldKeys);
+    b.held.clear();
+    b.heldKeys.clear();
+    Deduplicator d = Objects.requireNonNull(dedup);
+    List<Settlement> settled;
+    try {
+      settled = d.commitAll(held);
+    } catch (StoreUnavailableException e) {
+      LOG.warn(
+          "pipeline={} {} events delivered, but their commit failed ({}); their keys heal when"
+              + " their leases run out, and a resend may be delivered again with the same"
+              + " Idempotency-Key",
+          id,
+          held.size(),
+          e.getMessage());
+      return;
+    } catch (IdemException e) {
+      // Not expected (each was open and made by this deduplicator): settle them one by one.
+      LOG.warn("pipeline={} batch commit failed ({}); committing one by one", id, e.getMessage());
+      for (int i = 0; i < held.size(); i++) {
+        if (held.get(i).settlement() == null) {
+          commit(held.get(i), heldKeys.get(i), null);
+        }
+      }
+      return;
+    }
+    for (int i = 0; i < settled.size(); i++) {
+      if (settled.get(i) == Settlement.LEASE_LOST) {
+        DedupKey key = heldKeys.get(i);
+        if (!recommit(key, null)) {
+          LOG.warn(
+              "pipeline={} key={} delivered, but the lease had run out before the commit and"
+                  + " another worker holds the key now; it may be delivered again (downstream sees"
+                  + " the same Idempotency-Key)",
+              id,
+              key.toHex());
+        }
+      }
+    }
   }
 
   /** The outcome of a decision other than acquired. */
@@ -784,7 +963,10 @@ public final class Pipeline {
    */
   private Outcome settle(@Nullable Reservation r, DedupKey key, Step step) {
     if (step instanceof Step.Commit c) {
-      commit(r, key, c.result());
+      Batch b = c.result() == null ? BATCH.get() : null;
+      if (b == null || !b.hold(r, key)) {
+        commit(r, key, c.result());
+      } // else held back: committed with its batch by settleAll, before processAll returns
       return c.outcome();
     }
     if (step instanceof Step.Enqueue e) {
@@ -982,6 +1164,33 @@ public final class Pipeline {
         STORE_RETRY_AFTER_SECONDS);
   }
 
+  /**
+   * A batch's event when the store is unavailable: logged at DEBUG, because the source logs the
+   * outage once (not once per event).
+   */
+  private Outcome.Unavailable storeUnavailableInBatch(StoreUnavailableException e, DedupKey key) {
+    if (meters != null) {
+      meters.storeUnavailable();
+    }
+    if (LOG.isDebugEnabled()) {
+      LogFields.decision(
+          id,
+          key.toHex(),
+          "store_unavailable",
+          () ->
+              LOG.debug(
+                  "pipeline={} key={} store unavailable: {}", id, key.toHex(), e.getMessage()));
+    }
+    // No sender sees this message, only the source's log: it may say why.
+    return new Outcome.Unavailable(
+        key,
+        "store_unavailable",
+        "the dedup store is unavailable ("
+            + e.getMessage()
+            + "); nothing was committed, retry later",
+        STORE_RETRY_AFTER_SECONDS);
+  }
+
   /** Assembles a {@link Pipeline}. Not thread-safe. */
   public static final class Builder {
     private final PipelineSettings settings;
@@ -1000,6 +1209,7 @@ public final class Pipeline {
     private IdemMetrics.@Nullable PipelineMeters meters;
     private TimeSource time = TimeSource.system();
     private @Nullable ScheduledExecutorService renewals;
+    private boolean batchCommits;
     private final int maxDepth;
     private final long maxBody;
 
@@ -1165,6 +1375,24 @@ public final class Pipeline {
      */
     public Builder renewals(@Nullable ScheduledExecutorService renewals) {
       this.renewals = renewals;
+      return this;
+    }
+
+    /**
+     * Sets whether {@link Pipeline#processAll} commits a batch's keys with one batched store call
+     * after the batch's last delivery (sync delivery without an ordering step), instead of each key
+     * right after its own delivery. For a store across the network (Redis, JDBC) that saves one
+     * round trip per event; the price is a wider window at a kill: the events of the batch that
+     * were delivered but not yet committed are delivered again (with the same {@code
+     * Idempotency-Key}) once their leases run out, at most one batch per consumer per kill instead
+     * of at most one event. Nothing is acknowledged before its key is committed either way. Off by
+     * default.
+     *
+     * @param batchCommits true to commit each batch with one call
+     * @return this builder
+     */
+    public Builder batchCommits(boolean batchCommits) {
+      this.batchCommits = batchCommits;
       return this;
     }
 

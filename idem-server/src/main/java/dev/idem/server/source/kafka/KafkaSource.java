@@ -7,6 +7,7 @@ import dev.idem.server.pipeline.InboundRequest;
 import dev.idem.server.pipeline.Outcome;
 import dev.idem.server.pipeline.Pipeline;
 import dev.idem.server.source.EventSource;
+import dev.idem.server.source.OutageLog;
 import dev.idem.server.source.SourceMeters;
 import dev.idem.server.source.Sources;
 import io.micrometer.core.instrument.Meter;
@@ -82,6 +83,7 @@ public final class KafkaSource implements EventSource {
   private final Pipeline pipeline;
   private final TimeSource time;
   private final SourceMeters meters;
+  private final OutageLog outage;
   private final Object lifecycle = new Object();
   private volatile boolean running;
   private @Nullable Thread thread;
@@ -127,6 +129,15 @@ public final class KafkaSource implements EventSource {
     this.pipeline = pipeline;
     this.time = context.time();
     this.meters = SourceMeters.of(context, "kafka");
+    this.outage =
+        new OutageLog(
+            LOG,
+            pipeline.id(),
+            "source.kafka (group " + settings.group() + ")",
+            "nothing is committed past the first unsettled record; its partition pauses and is"
+                + " read again from there after a backoff",
+            time,
+            OutageLog.DEFAULT_REMINDER);
   }
 
   @Override
@@ -365,12 +376,14 @@ public final class KafkaSource implements EventSource {
       }
       if (!advance) {
         retryFrom(c, tp, r, o);
+        outage.observe(decided, o instanceof Outcome.Unavailable ? records.size() - i : 0);
         return;
       }
       failures.remove(tp);
       retries.remove(tp);
       toCommit.put(tp, r.offset() + 1);
     }
+    outage.observe(decided, 0);
   }
 
   private InboundRequest event(ConsumerRecord<byte[], byte[]> r) {

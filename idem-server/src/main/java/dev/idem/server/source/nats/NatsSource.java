@@ -1,12 +1,14 @@
 package dev.idem.server.source.nats;
 
 import dev.idem.IdemException;
+import dev.idem.TimeSource;
 import dev.idem.server.config.Masking;
 import dev.idem.server.config.NatsSourceSettings;
 import dev.idem.server.pipeline.InboundRequest;
 import dev.idem.server.pipeline.Outcome;
 import dev.idem.server.pipeline.Pipeline;
 import dev.idem.server.source.EventSource;
+import dev.idem.server.source.OutageLog;
 import dev.idem.server.source.SourceMeters;
 import io.micrometer.core.instrument.Meter;
 import io.nats.client.Connection;
@@ -35,6 +37,7 @@ import java.util.Objects;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
@@ -43,8 +46,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A pipeline's NATS JetStream source: a durable pull consumer with explicit acks. One thread
- * fetches up to {@code batch} messages, hands them to {@link Pipeline#processAll} (one batch
- * reserve) and answers each outcome:
+ * fetches up to {@code batch} messages at a time; another hands each batch to {@link
+ * Pipeline#processAll} (one batch reserve, one batch commit) and answers each outcome, while the
+ * next batch is fetched (at most one fetched batch waits for the worker, so at most two batches are
+ * unacknowledged):
  *
  * <ul>
  *   <li>accepted, duplicate: {@code ack};
@@ -59,9 +64,10 @@ import org.slf4j.LoggerFactory;
  *       dead-lettered at the {@code max_attempts}-th delivery.
  * </ul>
  *
- * <p>While a batch runs, {@code inProgress} is sent for its messages every third of the consumer's
- * ack wait, so long work is not redelivered; the timer stops when the batch is settled. A dead
- * letter that JetStream does not confirm is not a term: the message is nak'ed and tried again.
+ * <p>From its fetch until it is settled, {@code inProgress} is sent for a batch's messages every
+ * third of the consumer's ack wait, so long work (or the wait behind the batch before it) is not
+ * redelivered. A store outage is logged once ({@link OutageLog}), not per message. A dead letter
+ * that JetStream does not confirm is not a term: the message is nak'ed and tried again.
  */
 public final class NatsSource implements EventSource {
   private static final Logger LOG = LoggerFactory.getLogger(NatsSource.class);
@@ -73,6 +79,7 @@ public final class NatsSource implements EventSource {
   private final Pipeline pipeline;
   private final SourceMeters meters;
   private final String where;
+  private final OutageLog outage;
   private final Object lifecycle = new Object();
   private volatile boolean running;
   private @Nullable Thread worker;
@@ -81,8 +88,10 @@ public final class NatsSource implements EventSource {
   private @Nullable JetStreamSubscription subscription;
   private @Nullable ScheduledExecutorService timer;
   private @Nullable Meter lagGauge;
+  private @Nullable Thread fetcher;
+  private final SynchronousQueue<Fetched> handoff = new SynchronousQueue<>();
   private Duration ackWait;
-  private Duration pause = Duration.ZERO;
+  private volatile long pausedUntilNanos = System.nanoTime();
   private Duration lastPause = Duration.ZERO;
   private volatile long pending = -1;
 
@@ -105,6 +114,18 @@ public final class NatsSource implements EventSource {
             + " at "
             + Masking.url(settings.url());
     this.ackWait = settings.ackWait();
+    this.outage =
+        new OutageLog(
+            LOG,
+            pipeline.id(),
+            "nats source (" + where + ")",
+            "nothing is acked, the batch is nak'ed and fetching pauses (from backoff "
+                + settings.backoff().toMillis()
+                + " ms, doubling up to max_backoff "
+                + settings.maxBackoff().toMillis()
+                + " ms)",
+            TimeSource.system(),
+            OutageLog.DEFAULT_REMINDER);
   }
 
   @Override
@@ -170,9 +191,13 @@ public final class NatsSource implements EventSource {
           meters.lag(
               "stream", settings.stream(), this, s -> s.pending < 0 ? Double.NaN : s.pending);
       running = true;
+      Thread f = new Thread(this::fetchLoop, "idem-nats-fetch-" + pipeline.id());
+      f.setDaemon(true);
+      fetcher = f;
       Thread t = new Thread(this::run, "idem-nats-" + pipeline.id());
       t.setDaemon(true);
       worker = t;
+      f.start();
       t.start();
       LOG.info("nats source pipeline={} consuming {} (ack_wait {})", pipeline.id(), where, ackWait);
     }
@@ -244,32 +269,96 @@ public final class NatsSource implements EventSource {
     return jsm.addOrUpdateConsumer(settings.stream(), b.build());
   }
 
-  private void run() {
+  /** A fetched batch and its in-progress timer, which runs from the fetch until it is answered. */
+  private record Fetched(List<Message> messages, @Nullable ScheduledFuture<?> progress) {}
+
+  /**
+   * The fetch thread: fetches the next batch while the worker runs the one before, so the wait for
+   * the server overlaps the processing. At most one batch waits here for the worker; a batch that
+   * cannot be handed over because the source is closing is nak'ed at once (redelivered, never
+   * acked).
+   */
+  private void fetchLoop() {
     JetStreamSubscription sub = Objects.requireNonNull(subscription);
-    while (running) {
-      Duration p = pause;
-      if (!p.isZero()) {
-        pause = Duration.ZERO;
-        sleep(p); // the store was unavailable: nothing is fetched meanwhile
-        continue;
-      }
-      List<Message> batch;
-      try {
-        batch = sub.fetch(settings.batch(), FETCH_WAIT);
-      } catch (RuntimeException e) {
-        if (!running) {
-          break;
+    try {
+      while (running) {
+        long left = pausedUntilNanos - System.nanoTime();
+        if (left > 0) {
+          sleep(Duration.ofNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(100))));
+          continue; // the store was unavailable: nothing is fetched meanwhile
         }
-        LOG.warn("nats source pipeline={}: fetch failed: {}", pipeline.id(), e.toString());
-        sleep(settings.backoff());
+        List<Message> batch;
+        try {
+          batch = sub.fetch(settings.batch(), FETCH_WAIT);
+        } catch (RuntimeException e) {
+          if (!running) {
+            break;
+          }
+          LOG.warn("nats source pipeline={}: fetch failed: {}", pipeline.id(), e.toString());
+          sleep(settings.backoff());
+          continue;
+        }
+        if (batch.isEmpty()) {
+          pending = 0;
+          continue;
+        }
+        Fetched f = new Fetched(batch, startProgress(batch));
+        if (!handOver(f)) {
+          putBack(f);
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private boolean handOver(Fetched f) throws InterruptedException {
+    while (running) {
+      if (handoff.offer(f, 100, TimeUnit.MILLISECONDS)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Naks a fetched batch that will not be processed (closing), so it is redelivered at once. */
+  private void putBack(Fetched f) {
+    if (f.progress() != null) {
+      f.progress().cancel(false);
+    }
+    for (Message m : f.messages()) {
+      try {
+        m.nak();
+      } catch (RuntimeException e) {
+        LOG.debug("nats source: nak at close failed: {}", e.toString());
+      }
+    }
+  }
+
+  /** The worker thread: runs the fetched batches one after another, until the fetcher stopped. */
+  private void run() {
+    Thread fetcher = this.fetcher;
+    while (true) {
+      long left = pausedUntilNanos - System.nanoTime();
+      if (left > 0 && running) {
+        sleep(Duration.ofNanos(left)); // the store was unavailable: the batch in hand waits too
         continue;
       }
-      if (batch.isEmpty()) {
-        pending = 0;
+      Fetched f;
+      try {
+        f = handoff.poll(100, TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+      if (f == null) {
+        if (!running && (fetcher == null || !fetcher.isAlive())) {
+          return;
+        }
         continue;
       }
       try {
-        handle(batch);
+        handle(f.messages(), f.progress());
       } catch (RuntimeException e) {
         // Not expected: the pipeline answers outcomes. What was not answered is redelivered after
         // the ack wait.
@@ -279,7 +368,7 @@ public final class NatsSource implements EventSource {
     }
   }
 
-  private void handle(List<Message> batch) {
+  private void handle(List<Message> batch, @Nullable ScheduledFuture<?> progress) {
     int n = batch.size();
     Outcome[] outcomes = new Outcome[n];
     List<InboundRequest> requests = new ArrayList<>(n);
@@ -303,7 +392,6 @@ public final class NatsSource implements EventSource {
     }
     NatsJetStreamMetaData last = batch.get(n - 1).metaData();
     pending = last.pendingCount();
-    ScheduledFuture<?> progress = startProgress(batch);
     List<Outcome> results;
     try {
       results = requests.isEmpty() ? List.of() : pipeline.processAll(requests);
@@ -315,21 +403,25 @@ public final class NatsSource implements EventSource {
     for (int j = 0; j < results.size(); j++) {
       outcomes[index.get(j)] = results.get(j);
     }
-    boolean unavailable = false;
+    int unavailable = 0;
     for (Outcome o : outcomes) {
-      unavailable |= o instanceof Outcome.Unavailable;
+      if (o instanceof Outcome.Unavailable) {
+        unavailable++;
+      }
     }
-    Duration retry = unavailable ? nextPause() : Duration.ZERO;
+    Duration retry = unavailable > 0 ? nextPause() : Duration.ZERO;
     lastPause = retry;
     for (int i = 0; i < n; i++) {
       answer(batch.get(i), outcomes[i], retry);
     }
-    if (unavailable) {
-      pause = retry;
-      LOG.warn(
-          "nats source pipeline={}: the store is unavailable; pausing consumption for {} ms"
+    outage.observe(results, unavailable);
+    if (unavailable > 0) {
+      pausedUntilNanos = System.nanoTime() + retry.toNanos();
+      LOG.debug(
+          "nats source pipeline={}: {} messages answered unavailable; pausing consumption for {} ms"
               + " (nothing acked)",
           pipeline.id(),
+          unavailable,
           retry.toMillis());
     }
   }
@@ -521,10 +613,20 @@ public final class NatsSource implements EventSource {
   @Override
   public void close() {
     Thread t;
+    Thread f;
     synchronized (lifecycle) {
       running = false;
       t = worker;
       worker = null;
+      f = fetcher;
+      fetcher = null;
+    }
+    if (f != null) {
+      try {
+        f.join(FETCH_WAIT.toMillis() + 5_000); // a fetch returns within its wait
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
     if (t != null) {
       try {

@@ -15,6 +15,7 @@ import dev.idem.server.pipeline.InboundRequest;
 import dev.idem.server.pipeline.Outcome;
 import dev.idem.server.pipeline.Pipeline;
 import dev.idem.server.source.EventSource;
+import dev.idem.server.source.OutageLog;
 import dev.idem.server.source.Sources;
 import java.io.IOException;
 import java.time.Duration;
@@ -23,6 +24,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.TreeSet;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -65,6 +67,7 @@ public final class RabbitMqSource implements EventSource {
   private final Pipeline pipeline;
   private final RabbitMqSourceMeters meters;
   private final String where;
+  private final OutageLog outage;
   private final List<Worker> workers = new ArrayList<>();
   private final ScheduledThreadPoolExecutor timer;
   private final Map<DedupKey, Integer> failures =
@@ -92,6 +95,19 @@ public final class RabbitMqSource implements EventSource {
     this.meters =
         new RabbitMqSourceMeters(context.meters().registry(), pipeline.id(), settings.queue());
     this.where = Masking.url(settings.uri().toString()) + " queue " + settings.queue();
+    this.outage =
+        new OutageLog(
+            LOG,
+            pipeline.id(),
+            "rabbitmq source (" + where + ")",
+            "nothing is acknowledged, the messages are put back (basic.nack, requeue) after"
+                + " requeue_delay "
+                + settings.requeueDelay().toMillis()
+                + " ms, doubling up to max_requeue_delay "
+                + settings.maxRequeueDelay().toMillis()
+                + " ms",
+            context.time(),
+            OutageLog.DEFAULT_REMINDER);
     this.timer =
         new ScheduledThreadPoolExecutor(
             1,
@@ -252,6 +268,12 @@ public final class RabbitMqSource implements EventSource {
     volatile @Nullable String consumerTag;
     int retries;
 
+    /**
+     * The delivery tags held for a delayed {@code basic.nack}: unanswered, so a {@code
+     * basic.ack(multiple=true)} must not cover them. Used on the worker's thread only.
+     */
+    final TreeSet<Long> held = new TreeSet<>();
+
     Worker(int index, Channel channel) {
       this.channel = channel;
       this.thread = new Thread(this, "idem-rabbitmq-" + pipeline.id() + "-" + index);
@@ -336,8 +358,10 @@ public final class RabbitMqSource implements EventSource {
     private void handle(List<Message> batch) {
       List<InboundRequest> events = new ArrayList<>(batch.size());
       List<Message> processed = new ArrayList<>(batch.size());
+      List<Message> acks = new ArrayList<>(batch.size());
       boolean anySettled = false;
       boolean anyRetried = false;
+      int putBack = 0;
       for (Message m : batch) {
         if (m.envelope().isRedeliver()) {
           meters.redelivered();
@@ -391,7 +415,7 @@ public final class RabbitMqSource implements EventSource {
               RabbitMqSourceMeters.Kind.of(o).tag());
         }
         if (o.settled()) {
-          ack(m);
+          acks.add(m); // acknowledged after the loop, with as few basic.ack frames as is safe
           anySettled = true;
           if (o instanceof Outcome.Accepted a) {
             forget(a.key());
@@ -445,8 +469,13 @@ public final class RabbitMqSource implements EventSource {
           meters.count(RabbitMqSourceMeters.Kind.RETRIED);
           requeueLater(m);
           anyRetried = true;
+          if (o instanceof Outcome.Unavailable) {
+            putBack++;
+          }
         }
       }
+      ackAll(acks);
+      outage.observe(outcomes, putBack);
       if (anySettled) {
         retries = 0;
       } else if (anyRetried) {
@@ -485,17 +514,45 @@ public final class RabbitMqSource implements EventSource {
       }
     }
 
-    private void ack(Message m) {
+    /**
+     * Acknowledges a batch's settled messages (in delivery-tag order). Every other message of the
+     * batch was answered already (rejected, or held for a delayed nack), so one {@code
+     * basic.ack(multiple=true)} covers the settled ones below the lowest held tag; a settled one
+     * above it is acknowledged on its own, so a held message is never acknowledged.
+     */
+    private void ackAll(List<Message> acks) {
+      if (acks.isEmpty()) {
+        return;
+      }
+      long lowestHeld = held.isEmpty() ? Long.MAX_VALUE : held.first();
+      int covered = 0;
+      while (covered < acks.size() && acks.get(covered).envelope().getDeliveryTag() < lowestHeld) {
+        covered++;
+      }
+      if (covered == 1) {
+        ack(acks.get(0), false);
+      } else if (covered > 1) {
+        ack(acks.get(covered - 1), true);
+      }
+      for (int i = covered; i < acks.size(); i++) {
+        ack(acks.get(i), false);
+      }
+    }
+
+    private void ack(Message m, boolean multiple) {
       try {
-        channel.basicAck(m.envelope().getDeliveryTag(), false);
+        channel.basicAck(m.envelope().getDeliveryTag(), multiple);
       } catch (IOException | RuntimeException e) {
         // the channel is gone: the broker redelivers the message, which is then a duplicate
         LOG.warn(
-            "rabbitmq source pipeline={}: ack of delivery_tag={} failed ({}); the broker will"
-                + " redeliver it and Idem answers it as a duplicate",
+            "rabbitmq source pipeline={}: ack of delivery_tag={}{} failed ({}); the broker will"
+                + " redeliver {} and Idem answers {} as a duplicate",
             pipeline.id(),
+            multiple ? "<=" : "",
             m.envelope().getDeliveryTag(),
-            e.toString());
+            e.toString(),
+            multiple ? "them" : "it",
+            multiple ? "each" : "it");
       }
     }
 
@@ -531,16 +588,19 @@ public final class RabbitMqSource implements EventSource {
       long tag = m.envelope().getDeliveryTag();
       Runnable nack =
           () -> {
+            held.remove(tag);
             try {
               channel.basicNack(tag, false, true);
             } catch (IOException | RuntimeException e) {
               LOG.debug("nack of delivery_tag={} failed: {}", tag, e.toString());
             }
           };
+      held.add(tag);
       try {
         timer.schedule(() -> inbox.add(nack), delay, TimeUnit.MILLISECONDS);
       } catch (RuntimeException e) {
-        // closing: the broker requeues the message when the channel closes
+        // closing: the broker requeues the message when the channel closes (still held, so no
+        // later multiple ack covers it)
       }
     }
 

@@ -13,6 +13,7 @@ import dev.idem.server.config.PipelineSettings;
 import dev.idem.server.deliver.Delivery;
 import dev.idem.server.pipeline.Pipeline;
 import dev.idem.server.source.SourceMeters;
+import dev.idem.server.support.LogCapture;
 import dev.idem.server.support.RecordingSink;
 import dev.idem.server.support.SwitchableStore;
 import dev.idem.server.support.TestEdge;
@@ -211,6 +212,7 @@ class NatsSourceTest {
     }
     store.down(true);
 
+    LogCapture logs = LogCapture.idem();
     start(stream, "", "");
 
     await()
@@ -228,6 +230,12 @@ class NatsSourceTest {
     Set<String> keys = new HashSet<>();
     sink.delivered().forEach(d -> keys.add(d.idempotencyKey()));
     assertThat(keys).hasSize(50);
+
+    // And the outage was logged once when it began and once when it ended, not once per message
+    logs.close();
+    assertThat(logs.lines(l -> l.contains("the dedup store is unavailable"))).hasSize(1);
+    assertThat(logs.lines(l -> l.contains("the dedup store answers again"))).hasSize(1);
+    assertThat(logs.lines(l -> l.contains("store unavailable:"))).isEmpty(); // the per-key line
   }
 
   @Test

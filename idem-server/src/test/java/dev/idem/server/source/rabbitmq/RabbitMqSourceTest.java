@@ -20,6 +20,7 @@ import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.pipeline.Pipeline;
 import dev.idem.server.source.EventSource;
 import dev.idem.server.source.Sources;
+import dev.idem.server.support.LogCapture;
 import dev.idem.server.support.RecordingSink;
 import dev.idem.server.support.SwitchableStore;
 import dev.idem.server.support.TestParts;
@@ -187,6 +188,7 @@ class RabbitMqSourceTest {
     broker.confirm();
     RabbitMqSource source =
         source(q[0], "prefetch: 20, consumers: 2, requeue_delay: 20ms, max_requeue_delay: 100ms");
+    LogCapture logs = LogCapture.idem();
     source.start();
 
     // When it has tried them for a while, nothing was delivered or acknowledged
@@ -208,6 +210,12 @@ class RabbitMqSourceTest {
     assertThat(sink.delivered().stream().map(RabbitMqSourceTest::idOf)).doesNotHaveDuplicates();
     assertThat(broker.ready(q[0])).isZero();
     assertThat(broker.ready(q[1])).isZero();
+
+    // And the outage was logged once when it began and once when it ended, not once per message
+    logs.close();
+    assertThat(logs.lines(l -> l.contains("the dedup store is unavailable"))).hasSize(1);
+    assertThat(logs.lines(l -> l.contains("the dedup store answers again"))).hasSize(1);
+    assertThat(logs.lines(l -> l.contains("store unavailable:"))).isEmpty(); // the per-key line
   }
 
   @Test
