@@ -342,13 +342,19 @@ public final class Pipeline {
     List<DedupKey> batch = new ArrayList<>(n);
     int[] batched = new int[n];
     Set<DedupKey> seen = new HashSet<>(n * 2);
+    // Each event with its body read once (validated and canonical), for the key and the run.
+    InboundRequest[] readEvents = new InboundRequest[n];
     for (int i = 0; i < n; i++) {
       InboundRequest e = events.get(i);
-      Outcome.Rejected bad = json.check(e.body());
-      if (bad != null) {
-        out[i] = bad;
+      JsonBodyCheck.Read read = json.read(e.body());
+      if (read.rejected() != null) {
+        out[i] = read.rejected();
         continue;
       }
+      if (read.canonical() != null) {
+        e = e.withCanonical(read.canonical());
+      }
+      readEvents[i] = e;
       try {
         keyOf[i] = keys.derive(e);
       } catch (NumberOutOfRangeException ex) {
@@ -410,7 +416,7 @@ public final class Pipeline {
               leaseRanOut(r)
                   ? settle(
                       r, keyOf[i], Step.leaseExpired("before processing (the reserve was slow)", 0))
-                  : run(events.get(i), keyOf[i], r);
+                  : run(readEvents[i], keyOf[i], r);
         } else {
           out[i] = notAcquired(keyOf[i], decision);
         }
