@@ -412,6 +412,70 @@ abstract class OrderedOutboxChecks extends ContractChecks {
     assertThat(outbox.depth(queue())).isZero();
   }
 
+  /**
+   * Regression: the JDBC and RocksDB stores requeued a dead letter without its ordering key, so it
+   * was handed out at once, next to its key's claimed head and before the key's older entries.
+   */
+  @Test
+  void aRequeuedDeadLetterKeepsItsOrderingKeyAndWaitsItsTurn() {
+    // given a key whose first entry was dead lettered, and whose next entry is claimed
+    OutboxStore outbox = fx.assumeOutbox();
+    enqueue(outbox, queue(), "a", 1);
+    OutboxRecord first = outbox.claim(queue(), 10, now(), CLAIM).get(0);
+    assertThat(outbox.deadLetter(first, "HTTP 400", now())).as("dead letter a/1").isTrue();
+    enqueue(outbox, queue(), "a", 2);
+    List<OutboxRecord> second = outbox.claim(queue(), 10, now(), CLAIM);
+    assertThat(texts(second)).containsExactly("a/2");
+
+    // when an operator requeues a/1, and the key gets a later entry
+    assertThat(outbox.requeueDeadLetter(queue(), first.id(), now())).as("requeue").isPresent();
+    enqueue(outbox, queue(), "a", 3);
+    enqueue(outbox, queue(), null, 1);
+
+    // then the requeued entry is the key's entry after a/2 and before a/3
+    assertThat(texts(outbox.claim(queue(), 10, now(), CLAIM)))
+        .as("a claim while a/2 is held: the requeued a/1 waits behind it")
+        .containsExactly("-/1");
+    assertThat(outbox.acknowledge(second.get(0))).isTrue();
+    List<OutboxRecord> requeued = outbox.claim(queue(), 10, now(), CLAIM);
+    assertThat(texts(requeued)).as("after a/2, only the requeued a/1").containsExactly("a/1");
+    assertThat(outbox.claim(queue(), 10, now(), CLAIM))
+        .as("a claim while the requeued a/1 is held")
+        .isEmpty();
+    assertThat(outbox.deadLetter(requeued.get(0), "HTTP 400 again", now())).isTrue();
+    assertThat(texts(outbox.claim(queue(), 10, now(), CLAIM)))
+        .as("dead lettered again: the key moves on")
+        .containsExactly("a/3");
+
+    // and a second requeue keeps the ordering key too (the dead letter of a requeued entry)
+    long again = outbox.deadLetters(queue(), 10).get(0).id();
+    enqueue(outbox, queue(), "a", 4);
+    assertThat(outbox.requeueDeadLetter(queue(), again, now())).isPresent();
+    assertThat(outbox.claim(queue(), 10, now(), CLAIM))
+        .as("a/3 is still held: neither a/4 nor the requeued a/1")
+        .isEmpty();
+  }
+
+  /** A durable store keeps a dead letter's ordering key across a reopen. */
+  @Test
+  void aDeadLettersOrderingKeySurvivesAReopen() {
+    // given a durable store with a dead letter of key a and a claimed later entry of a
+    fx.assumeDurable();
+    OutboxStore outbox = fx.assumeOutbox();
+    enqueue(outbox, queue(), "a", 1);
+    OutboxRecord first = outbox.claim(queue(), 10, now(), CLAIM).get(0);
+    assertThat(outbox.deadLetter(first, "HTTP 400", now())).isTrue();
+    enqueue(outbox, queue(), "a", 2);
+
+    // when the store is reopened and the dead letter requeued
+    OutboxStore again = (OutboxStore) fx.reopen(store());
+    assertThat(texts(again.claim(queue(), 10, now(), CLAIM))).containsExactly("a/2");
+    assertThat(again.requeueDeadLetter(queue(), first.id(), now())).isPresent();
+
+    // then the requeued entry waits behind the claimed a/2
+    assertThat(again.claim(queue(), 10, now(), CLAIM)).isEmpty();
+  }
+
   @Test
   void theOrderOfAKeySurvivesAReopen() {
     // given a durable store with a claimed head and a later entry of its key

@@ -430,6 +430,29 @@ final class MutantStores {
     }
   }
 
+  // ---- a requeued dead letter loses its ordering key (the JDBC and RocksDB stores did) ----
+
+  static final class RequeueDropsOrderingKey extends ReferenceStore {
+    RequeueDropsOrderingKey(Storage storage) {
+      super(storage, Integer.MAX_VALUE, ReferenceStore.all());
+    }
+
+    @Override
+    Item requeued(Item fresh, dev.idem.spi.DeadLetter from) {
+      return new Item(
+          fresh.id,
+          new dev.idem.spi.OutboxMessage(
+              fresh.message.queue(), fresh.message.key(), fresh.message.payload()),
+          fresh.enqueuedAt);
+    }
+  }
+
+  static final class RequeueDropsOrderingKeyContract extends MutantContract {
+    RequeueDropsOrderingKeyContract() {
+      super(RequeueDropsOrderingKey::new);
+    }
+  }
+
   // ---- a bounded store that evicts in insertion order (a hit is not a use) ----
 
   static final class FifoEviction extends ReferenceStore {

@@ -17,6 +17,7 @@ import dev.idem.tck.MutantStores.LosesEmptyResultContract;
 import dev.idem.tck.MutantStores.NoSlidingRefreshContract;
 import dev.idem.tck.MutantStores.PendingClaimsContract;
 import dev.idem.tck.MutantStores.ReleaseIgnoresTokenContract;
+import dev.idem.tck.MutantStores.RequeueDropsOrderingKeyContract;
 import dev.idem.tck.MutantStores.RequeueKeepsAttemptsContract;
 import dev.idem.tck.MutantStores.SettlesWithoutFenceContract;
 import dev.idem.tck.MutantStores.SnapshotBatchContract;
@@ -100,6 +101,10 @@ class MutantStoresTest {
             RequeueKeepsAttemptsContract.class,
             DedupStoreContract.DeadLetters.class,
             "requeueMovesTheDeadLetterBackUntriedAndLeavesTheKeyCommitted"),
+        Arguments.of(
+            RequeueDropsOrderingKeyContract.class,
+            DedupStoreContract.OrderedOutbox.class,
+            "aRequeuedDeadLetterKeepsItsOrderingKeyAndWaitsItsTurn"),
         Arguments.of(
             ClaimIgnoresOrderingKeysContract.class,
             DedupStoreContract.OrderedOutbox.class,

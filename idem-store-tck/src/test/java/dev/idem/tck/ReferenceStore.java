@@ -45,6 +45,10 @@ class ReferenceStore implements DedupStore, OutboxStore {
     final Map<Scope, LinkedHashMap<DedupKey, StoredEntry>> keys = new HashMap<>();
     final Map<String, TreeMap<Long, Item>> outbox = new HashMap<>();
     final Map<String, List<DeadLetter>> deadLetters = new HashMap<>();
+
+    /** The ordering key each dead letter's entry had, by queue and id (absent: none). */
+    final Map<String, Map<Long, String>> deadOrderingKeys = new HashMap<>();
+
     long nextId;
   }
 
@@ -343,6 +347,12 @@ class ReferenceStore implements DedupStore, OutboxStore {
     synchronized (storage) {
       Item item = queue(queue).remove(id);
       if (item != null) {
+        if (item.message.orderingKey() != null) {
+          storage
+              .deadOrderingKeys
+              .computeIfAbsent(queue, q -> new HashMap<>())
+              .put(id, item.message.orderingKey());
+        }
         storage
             .deadLetters
             .computeIfAbsent(queue, q -> new ArrayList<>())
@@ -417,13 +427,26 @@ class ReferenceStore implements DedupStore, OutboxStore {
       }
       DeadLetter d = found.get();
       storage.deadLetters.get(queue).remove(d);
+      String orderingKey = storage.deadOrderingKeys.getOrDefault(queue, Map.of()).get(id);
+      forgetOrderingKey(queue, id);
       long newId = ++storage.nextId;
       queue(queue)
           .put(
               newId,
               requeued(
-                  new Item(newId, new OutboxMessage(queue, d.key(), d.payload()), nowMillis), d));
+                  new Item(
+                      newId,
+                      new OutboxMessage(queue, d.key(), d.payload(), orderingKey),
+                      nowMillis),
+                  d));
       return OptionalLong.of(newId);
+    }
+  }
+
+  private void forgetOrderingKey(String queue, long id) {
+    Map<Long, String> keys = storage.deadOrderingKeys.get(queue);
+    if (keys != null) {
+      keys.remove(id);
     }
   }
 
@@ -437,6 +460,7 @@ class ReferenceStore implements DedupStore, OutboxStore {
     synchronized (storage) {
       open();
       List<DeadLetter> list = storage.deadLetters.get(queue);
+      forgetOrderingKey(queue, id);
       return list != null && list.removeIf(d -> d.id() == id);
     }
   }
@@ -446,6 +470,7 @@ class ReferenceStore implements DedupStore, OutboxStore {
     synchronized (storage) {
       open();
       List<DeadLetter> list = storage.deadLetters.remove(queue);
+      storage.deadOrderingKeys.remove(queue);
       return list == null ? 0 : list.size();
     }
   }

@@ -1696,7 +1696,8 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   /**
    * {@inheritDoc}
    *
-   * <p>One transaction: lock the dead letter's row, append it to the outbox, delete it.
+   * <p>One transaction: lock the dead letter's row, lock its ordering key's row (if it had one),
+   * append it to the outbox with its ordering key, delete it.
    */
   @Override
   public OptionalLong requeueDeadLetter(String queue, long id, long nowMillis) {
@@ -1706,6 +1707,7 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
         "requeueDeadLetter",
         c -> {
           DeadLetter d;
+          String orderingKey;
           try (PreparedStatement lock = c.prepareStatement(sql.lockDeadLetter)) {
             lock.setString(1, queue);
             lock.setLong(2, id);
@@ -1714,8 +1716,12 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
                 return OptionalLong.empty();
               }
               d = deadLetterAt(rs, queue);
+              orderingKey = rs.getString(8);
             }
           }
+          // Back into its ordering key's mailbox, behind the key's waiting entries: the key's row
+          // lock gives its id the place in commit order, as for an accept.
+          lockOrderingKeys(c, List.of(new OutboxMessage(queue, d.key(), d.payload(), orderingKey)));
           long newId;
           try (PreparedStatement ps = c.prepareStatement(sql.enqueue, new String[] {"id"})) {
             ps.setString(1, queue);
@@ -1723,8 +1729,11 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
             ps.setBytes(3, d.payload());
             ps.setLong(4, nowMillis);
             ps.setLong(5, nowMillis);
-            // dead_letters keeps no ordering key: the requeued entry has none
-            ps.setNull(6, Types.VARCHAR);
+            if (orderingKey == null) {
+              ps.setNull(6, Types.VARCHAR);
+            } else {
+              ps.setString(6, orderingKey);
+            }
             ps.executeUpdate();
             try (ResultSet keys = ps.getGeneratedKeys()) {
               if (!keys.next()) {

@@ -196,7 +196,10 @@ final class Statements {
   /** Parameters: queue, id. Returns the columns of {@link #deadLettersOf}. */
   final String deadLetterById;
 
-  /** The same, row-locked. Parameters: queue, id. */
+  /**
+   * The same, row-locked, with the ordering key the entry had as an eighth column. Parameters:
+   * queue, id.
+   */
   final String lockDeadLetter;
 
   /** Parameters: queue, id. */
@@ -452,8 +455,10 @@ final class Statements {
     copyToDeadLetters =
         "INSERT INTO "
             + deadLetters
-            + " (id, queue, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason)"
-            + " SELECT id, queue, dedup_key, payload, attempts, enqueued_ms, ?, ? FROM "
+            + " (id, queue, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason,"
+            + " ordering_key)"
+            + " SELECT id, queue, dedup_key, payload, attempts, enqueued_ms, ?, ?, ordering_key"
+            + " FROM "
             + outbox
             + " WHERE queue = ? AND id = ?";
     deleteOutboxRow = acknowledge;
@@ -472,7 +477,10 @@ final class Statements {
             + " ORDER BY dead_ms DESC, id DESC "
             + limit;
     deadLetterById = deadColumns + deadLetters + " WHERE queue = ? AND id = ?";
-    lockDeadLetter = deadLetterById + " FOR UPDATE";
+    lockDeadLetter =
+        "SELECT id, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason, ordering_key FROM "
+            + deadLetters
+            + " WHERE queue = ? AND id = ? FOR UPDATE";
     deleteDeadLetter = "DELETE FROM " + deadLetters + " WHERE queue = ? AND id = ?";
     deleteDeadLetters = "DELETE FROM " + deadLetters + " WHERE queue = ?";
     pendingOf =
@@ -495,7 +503,8 @@ final class Statements {
             + " WHERE 1 = 0";
     probeOutboxKeys = "SELECT queue, ordering_key FROM " + outboxKeys + " WHERE 1 = 0";
     probeDeadLetters =
-        "SELECT id, queue, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason FROM "
+        "SELECT id, queue, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason,"
+            + " ordering_key FROM "
             + deadLetters
             + " WHERE 1 = 0";
   }
@@ -522,12 +531,13 @@ final class Statements {
         + outbox
         + " WHERE queue = ? AND id = ?"
         + fence
-        + " RETURNING id, queue, dedup_key, payload, attempts, enqueued_ms)"
+        + " RETURNING id, queue, dedup_key, payload, attempts, enqueued_ms, ordering_key)"
         + " INSERT INTO "
         + deadLetters
-        + " (id, queue, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason)"
+        + " (id, queue, dedup_key, payload, attempts, enqueued_ms, dead_ms, reason,"
+        + " ordering_key)"
         + " SELECT id, queue, dedup_key, payload, attempts, enqueued_ms,"
-        + " CAST(? AS bigint), CAST(? AS text) FROM d";
+        + " CAST(? AS bigint), CAST(? AS text), ordering_key FROM d";
   }
 
   /**

@@ -69,7 +69,12 @@ CREATE TABLE IF NOT EXISTS ${prefix}dead_letters (
   enqueued_ms BIGINT NOT NULL,
   dead_ms BIGINT NOT NULL,
   reason TEXT NOT NULL,
+  ordering_key VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
   INDEX ${prefix}dead_letters_queue (queue, dead_ms)
 ) ENGINE=InnoDB;
+
+-- Added so that a requeued dead letter goes back into its ordering key's mailbox: the ordering key
+-- the entry had in the outbox (null: none). Tables created before carry it after this statement.
+ALTER TABLE ${prefix}dead_letters ADD COLUMN IF NOT EXISTS ordering_key VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL;
 
 INSERT IGNORE INTO ${prefix}schema_version (id, version) VALUES (1, 1);

@@ -68,9 +68,14 @@ CREATE TABLE IF NOT EXISTS ${prefix}dead_letters (
   attempts integer NOT NULL,
   enqueued_ms bigint NOT NULL,
   dead_ms bigint NOT NULL,
-  reason text NOT NULL
+  reason text NOT NULL,
+  ordering_key varchar(255) NULL
 );
 
 CREATE INDEX IF NOT EXISTS ${prefix}dead_letters_queue ON ${prefix}dead_letters (queue, dead_ms);
+
+-- Added so that a requeued dead letter goes back into its ordering key's mailbox: the ordering key
+-- the entry had in the outbox (null: none). Tables created before carry it after this statement.
+ALTER TABLE ${prefix}dead_letters ADD COLUMN IF NOT EXISTS ordering_key varchar(255) NULL;
 
 INSERT INTO ${prefix}schema_version (id, version) VALUES (1, 1) ON CONFLICT (id) DO NOTHING;

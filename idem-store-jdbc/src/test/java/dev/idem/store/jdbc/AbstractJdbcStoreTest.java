@@ -726,6 +726,55 @@ abstract class AbstractJdbcStoreTest {
   }
 
   @Test
+  void aDeadLettersTableWithoutTheOrderingKeyColumnIsMigratedOnOpen() throws SQLException {
+    // Given tables whose dead_letters table was made before it kept the ordering key
+    for (String ddl : JdbcDedupStore.schemaDdl(db().dialect(), prefix)) {
+      if (ddl.startsWith("ALTER TABLE " + prefix + "dead_letters")) {
+        continue;
+      }
+      if (ddl.startsWith("CREATE TABLE IF NOT EXISTS " + prefix + "dead_letters")) {
+        ddl = ddl.replaceAll(",\\s*ordering_key [^,\\n]*", "");
+      }
+      execute(ddl);
+    }
+    assertThatThrownBy(() -> execute("SELECT ordering_key FROM " + prefix + "dead_letters"))
+        .isInstanceOf(SQLException.class);
+
+    if (db() == TestDb.H2) {
+      // H2 is not migrated (see schema-h2.sql): the store refuses the table, naming what to do
+      assertThatThrownBy(this::open)
+          .isInstanceOf(StoreException.class)
+          .hasMessageContaining(prefix + "dead_letters")
+          .hasMessageContaining("docs/stores/jdbc.md");
+      return;
+    }
+
+    // When a store opens them (twice: the migration is idempotent)
+    open().close();
+    JdbcDedupStore store = open();
+
+    // Then a dead letter keeps its ordering key: requeued, it waits behind its key's claimed head
+    DedupKey first = key("dl-first");
+    DedupKey second = key("dl-second");
+    for (DedupKey k : List.of(first, second)) {
+      store.reserve(reserveReq(k, 1));
+      assertThat(
+              store.commitAndEnqueue(
+                  commitReq(k, 1),
+                  new OutboxMessage(QUEUE, k, "x".getBytes(StandardCharsets.UTF_8), "customer-1")))
+          .isEqualTo(SettleResult.APPLIED);
+    }
+    OutboxRecord head = store.claim(QUEUE, 10, now(), 600_000).get(0);
+    assertThat(head.key()).isEqualTo(first);
+    assertThat(store.deadLetter(head, "HTTP 400", now())).isTrue();
+    assertThat(store.claim(QUEUE, 10, now(), 600_000))
+        .extracting(OutboxRecord::key)
+        .containsExactly(second);
+    assertThat(store.requeueDeadLetter(QUEUE, head.id(), now())).isPresent();
+    assertThat(store.claim(QUEUE, 10, now(), 600_000)).as("behind the claimed head").isEmpty();
+  }
+
+  @Test
   void aBlankOrTooLongInstanceIdIsAConfigError() {
     JdbcDedupStore.Builder b = JdbcDedupStore.builder(url);
     assertThatThrownBy(() -> b.instanceId(" ")).hasMessageContaining("instanceId");

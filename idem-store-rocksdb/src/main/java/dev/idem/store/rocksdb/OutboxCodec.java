@@ -17,17 +17,21 @@ import org.jspecify.annotations.Nullable;
  *                  0x04 ordering key present) | attempts(4) | enqueuedAt(8)
  *                | availableAt(8) | key digest(32) | [error length(4) | UTF-8 error]
  *                | [ordering key length(4) | UTF-8 ordering key] | payload
- * dead letter  = version(1) | attempts(4) | enqueuedAt(8) | deadAt(8) | key digest(32)
- *                | reason length(4) | UTF-8 reason | payload
+ * dead letter  = version(1: 1, or 2 with an ordering key) | attempts(4) | enqueuedAt(8)
+ *                | deadAt(8) | key digest(32) | reason length(4) | UTF-8 reason
+ *                | [version 2: ordering key length(4) | UTF-8 ordering key] | payload
  * </pre>
  *
  * <p>{@code availableAt} is when the entry may be claimed next: 0 for a new entry, the end of the
  * claim for a claimed one (flag {@code 0x02}), the retry time for a rescheduled one. Values written
  * before the flag existed read as not claimed, and values without flag {@code 0x04} (all written
- * before ordering keys) as having no ordering key.
+ * before ordering keys) as having no ordering key. A dead letter keeps the ordering key its entry
+ * had (version 2, written only for an entry with one, so that a dead letter without one reads the
+ * same in earlier versions), so a requeue puts it back into its key's mailbox.
  */
 final class OutboxCodec {
   static final byte VERSION = 1;
+  private static final byte DEAD_WITH_ORDERING_KEY = 2;
   private static final int HAS_ERROR = 0x01;
   private static final int CLAIMED = 0x02;
   private static final int HAS_ORDERING_KEY = 0x04;
@@ -210,24 +214,33 @@ final class OutboxCodec {
 
   static byte[] encodeDead(Entry e, long deadAtMillis, String reason) {
     byte[] why = reason.getBytes(StandardCharsets.UTF_8);
-    byte[] out = new byte[DEAD_HEADER + 4 + why.length + e.payload().length];
-    out[0] = VERSION;
+    byte[] ordering =
+        e.orderingKey() == null ? null : e.orderingKey().getBytes(StandardCharsets.UTF_8);
+    int payloadAt = DEAD_HEADER + 4 + why.length + (ordering == null ? 0 : 4 + ordering.length);
+    byte[] out = new byte[payloadAt + e.payload().length];
+    out[0] = ordering == null ? VERSION : DEAD_WITH_ORDERING_KEY;
     Bytes.putInt(out, 1, e.attempts());
     Bytes.putLong(out, 5, e.enqueuedAtMillis());
     Bytes.putLong(out, 13, deadAtMillis);
     putDigest(out, 21, e.key());
     Bytes.putInt(out, DEAD_HEADER, why.length);
     System.arraycopy(why, 0, out, DEAD_HEADER + 4, why.length);
-    System.arraycopy(e.payload(), 0, out, DEAD_HEADER + 4 + why.length, e.payload().length);
+    if (ordering != null) {
+      int at = DEAD_HEADER + 4 + why.length;
+      Bytes.putInt(out, at, ordering.length);
+      System.arraycopy(ordering, 0, out, at + 4, ordering.length);
+    }
+    System.arraycopy(e.payload(), 0, out, payloadAt, e.payload().length);
     return out;
   }
 
   static DeadLetter decodeDead(long id, String queue, byte[] in) {
-    if (in.length < DEAD_HEADER + 4 || in[0] != VERSION) {
-      throw new MalformedValueException("dead-letter value is not format version " + VERSION);
-    }
+    checkDead(in);
     int length = lengthAt(in, DEAD_HEADER);
     int payloadAt = DEAD_HEADER + 4 + length;
+    if (in[0] == DEAD_WITH_ORDERING_KEY) {
+      payloadAt += 4 + lengthAt(in, payloadAt);
+    }
     return new DeadLetter(
         id,
         queue,
@@ -237,6 +250,24 @@ final class OutboxCodec {
         Bytes.getLong(in, 5),
         Bytes.getLong(in, 13),
         new String(in, DEAD_HEADER + 4, length, StandardCharsets.UTF_8));
+  }
+
+  /** The ordering key an encoded dead letter's entry had (null if none). */
+  static @Nullable String deadOrderingKey(byte[] in) {
+    checkDead(in);
+    if (in[0] != DEAD_WITH_ORDERING_KEY) {
+      return null;
+    }
+    int at = DEAD_HEADER + 4 + lengthAt(in, DEAD_HEADER);
+    int length = lengthAt(in, at);
+    return new String(in, at + 4, length, StandardCharsets.UTF_8);
+  }
+
+  private static void checkDead(byte[] in) {
+    if (in.length < DEAD_HEADER + 4 || (in[0] != VERSION && in[0] != DEAD_WITH_ORDERING_KEY)) {
+      throw new MalformedValueException(
+          "dead-letter value is not format version " + VERSION + " or " + DEAD_WITH_ORDERING_KEY);
+    }
   }
 
   private static int lengthAt(byte[] in, int at) {

@@ -919,10 +919,21 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         newId = nextOutboxId();
         Mutations step = new Mutations();
         step.delete(deadLetters, key);
+        // With the ordering key the entry had: the requeued entry joins the end of its key's
+        // mailbox (the highest id), so it waits behind the key's entries still in the queue.
         step.put(
             outbox,
             OutboxCodec.key(prefix, newId),
-            OutboxCodec.encode(new OutboxCodec.Entry(0, nowMillis, 0, d.key(), null, d.payload())));
+            OutboxCodec.encode(
+                new OutboxCodec.Entry(
+                    0,
+                    nowMillis,
+                    0,
+                    d.key(),
+                    null,
+                    d.payload(),
+                    false,
+                    OutboxCodec.deadOrderingKey(value))));
         writing = true;
         writer.writeBuffered(step);
       } finally {

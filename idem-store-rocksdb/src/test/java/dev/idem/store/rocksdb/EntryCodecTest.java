@@ -145,4 +145,32 @@ class EntryCodecTest {
     assertThat(decoded.availableAt(5, "e").claimed()).isFalse();
     assertThat(decoded.availableAt(5, "e").orderingKey()).isEqualTo("cust-7");
   }
+
+  @Test
+  void deadLettersKeepTheOrderingKeyAndOnesWithoutOneKeepFormatVersion1() {
+    var key = Fixtures.key("x");
+    var keyed = new OutboxCodec.Entry(2, 10, 20, key, null, new byte[] {9}, true, "c7");
+    var plain = new OutboxCodec.Entry(2, 10, 20, key, null, new byte[] {9});
+
+    byte[] withKey = OutboxCodec.encodeDead(keyed, 30, "why");
+    byte[] without = OutboxCodec.encodeDead(plain, 30, "why");
+
+    // version 2: the ordering key's length and text sit between the reason and the payload
+    String head =
+        "00000002" + "000000000000000a" + "000000000000001e" + HEX.formatHex(key.toBytes());
+    assertThat(HEX.formatHex(withKey))
+        .isEqualTo("02" + head + "00000003" + "776879" + "00000002" + "6337" + "09");
+    assertThat(HEX.formatHex(without)).isEqualTo("01" + head + "00000003" + "776879" + "09");
+    assertThat(OutboxCodec.deadOrderingKey(withKey)).isEqualTo("c7");
+    assertThat(OutboxCodec.deadOrderingKey(without)).isNull();
+    for (byte[] value : new byte[][] {withKey, without}) {
+      var dead = OutboxCodec.decodeDead(7, "q", value);
+      assertThat(dead.reason()).isEqualTo("why");
+      assertThat(dead.payload()).containsExactly(9);
+      assertThat(dead.attempts()).isEqualTo(2);
+      assertThat(dead.enqueuedAtMillis()).isEqualTo(10);
+      assertThat(dead.deadAtMillis()).isEqualTo(30);
+      assertThat(dead.key()).isEqualTo(key);
+    }
+  }
 }

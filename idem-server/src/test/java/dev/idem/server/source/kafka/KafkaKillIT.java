@@ -27,17 +27,25 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Issue 10 §5, the SIGKILL variant for {@code source.kafka}: {@code idem serve} (the packaged jar,
- * RocksDB store, sync delivery to a file) consumes 3,000 records with 30% duplicates from a real
- * KRaft broker in this JVM, is killed with SIGKILL twice mid-run and started again. At the end
- * every order is in the file, duplicates never are, and the group's offsets are at the end. The one
- * documented exception (docs/sources.md): with sync delivery, a kill between the sink's write and
- * the key's commit delivers that event again with the same Idempotency-Key, so the file may hold at
- * most one repeated line per kill, and only with the same key.
+ * RocksDB store, sync delivery to a file) consumes 3,000 records (10,000 with {@code -Psoak},
+ * {@code idem.kafka.kill.messages}) with 30% duplicates from a real KRaft broker in this JVM, is
+ * killed with SIGKILL twice mid-run and started again. At the end every order is in the file,
+ * duplicates never are, and the group's offsets are at the end. The one documented exception
+ * (docs/sources.md): with sync delivery, a kill between the sink's write and the key's commit
+ * delivers that event again with the same Idempotency-Key, so the file may hold at most one
+ * repeated line per kill, and only with the same key.
  */
 class KafkaKillIT {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final int KILLS = 2;
-  private static final int UNIQUE = 2_100;
+
+  /** Records produced (30% of them repeat an earlier order); -Psoak: 10,000. */
+  private static final int TOTAL = Integer.getInteger("idem.kafka.kill.messages", 3_000);
+
+  private static final int UNIQUE = TOTAL * 7 / 10;
+
+  /** The bound on each wait: two minutes plus room for the run's size. */
+  private static final Duration WAIT = Duration.ofSeconds(120 + TOTAL / 25);
 
   @TempDir Path dir;
 
@@ -47,7 +55,7 @@ class KafkaKillIT {
     try (KafkaBroker kafka = KafkaBroker.start();
         KafkaProducer<String, String> producer =
             KafkaFixtures.plainProducer(kafka.bootstrapServers())) {
-      // given 3,000 records, 900 of them repeating an earlier order id
+      // given TOTAL records (3,000), 30% of them (900) repeating an earlier order id
       kafka.createTopic("orders", 3);
       KafkaFixtures.awaitLeaders(kafka.bootstrapServers(), "orders");
       Random random = new Random(9);
@@ -55,11 +63,11 @@ class KafkaKillIT {
       for (int i = 0; i < UNIQUE; i++) {
         records.add(new String[] {"{\"order\":\"o-" + i + "\"}", "o-" + i});
       }
-      for (int i = 0; i < 900; i++) {
+      for (int i = UNIQUE; i < TOTAL; i++) {
         int of = random.nextInt(UNIQUE);
         records.add(new String[] {"{\"order\":\"o-" + of + "\",\"again\":true}", "o-" + of});
       }
-      Collections.shuffle(records.subList(300, records.size()), random);
+      Collections.shuffle(records.subList(TOTAL / 10, records.size()), random);
       produce(producer, "orders", records);
       Files.writeString(
           dir.resolve("idem.yaml"),
@@ -85,9 +93,9 @@ class KafkaKillIT {
       Process service = start(0);
       try {
         for (int kill = 1; kill <= KILLS; kill++) {
-          int atLeast = kill * 500;
+          int atLeast = kill * UNIQUE / (KILLS + 2);
           await()
-              .atMost(Duration.ofSeconds(120))
+              .atMost(WAIT)
               .pollInterval(Duration.ofMillis(20))
               .until(() -> lines(out).size() >= atLeast);
           service.destroyForcibly();
@@ -95,7 +103,7 @@ class KafkaKillIT {
           service = start(kill);
         }
         await()
-            .atMost(Duration.ofSeconds(180))
+            .atMost(WAIT.plusSeconds(60))
             .pollInterval(Duration.ofMillis(500))
             .until(() -> uncommitted(kafka.bootstrapServers(), "ingest", "orders") == 0);
       } finally {

@@ -42,6 +42,10 @@ class NatsKillIT {
 
   private static final int UNIQUE = TOTAL * 7 / 10;
   private static final int KILLS = 2;
+
+  /** The bound on each wait: a minute plus room for the run's size (10,000 under -Psoak). */
+  private static final Duration WAIT = Duration.ofSeconds(60 + TOTAL / 25);
+
   private static final ObjectMapper JSON = new ObjectMapper();
 
   @TempDir Path dir;
@@ -102,7 +106,7 @@ class NatsKillIT {
       awaitUp(http, service);
       long threshold = (life + 1L) * UNIQUE / (KILLS + 2);
       await()
-          .atMost(Duration.ofSeconds(60))
+          .atMost(WAIT)
           .pollInterval(Duration.ofMillis(20))
           .until(() -> lines(delivered) >= threshold);
       service.destroyForcibly();
@@ -113,7 +117,7 @@ class NatsKillIT {
     service = start(KILLS);
     awaitUp(http, service);
     await()
-        .atMost(Duration.ofSeconds(90))
+        .atMost(WAIT.plusSeconds(30))
         .pollInterval(Duration.ofMillis(200))
         .until(() -> counts(delivered).size() == UNIQUE && nats.settled(stream, "idem"));
     service.destroy();

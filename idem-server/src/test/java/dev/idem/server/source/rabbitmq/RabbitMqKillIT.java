@@ -27,13 +27,17 @@ import org.junit.jupiter.api.io.TempDir;
  * process died is delivered again after the restart, with the same Idempotency-Key; so the file may
  * hold a key twice, at most once per message in hand at the kill (consumers x prefetch).
  *
- * <p>2,000 messages by default; {@code -Didem.rabbitmq.kill.messages=10000} (e.g. under {@code
- * -Psoak}) for the issue's 10,000.
+ * <p>2,000 messages by default; {@code -Psoak} (or {@code -Didem.rabbitmq.kill.messages=10000}) for
+ * the issue's 10,000.
  */
 class RabbitMqKillIT {
   private static final int MESSAGES = Integer.getInteger("idem.rabbitmq.kill.messages", 2_000);
   private static final int CONSUMERS = 2;
   private static final int PREFETCH = 20;
+
+  /** The bound on each wait: a minute plus room for the run's size. */
+  private static final Duration WAIT = Duration.ofSeconds(60 + MESSAGES / 25);
+
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Path JAR = Path.of(System.getProperty("idem.jar", "target/idem.jar"));
 
@@ -77,9 +81,7 @@ class RabbitMqKillIT {
       // When the service is killed with SIGKILL once about a third is delivered, and restarted
       Process service = start(0);
       try {
-        await()
-            .atMost(Duration.ofSeconds(90))
-            .until(() -> lines(delivered).size() >= distinct.size() / 3);
+        await().atMost(WAIT).until(() -> lines(delivered).size() >= distinct.size() / 3);
         service.destroyForcibly();
         assertThat(service.waitFor(60, TimeUnit.SECONDS)).isTrue();
         assertThat(service.exitValue()).as("a SIGKILL").isEqualTo(137);
@@ -87,7 +89,7 @@ class RabbitMqKillIT {
         assertThat(atKill).as("killed mid-run").isLessThan(distinct.size());
         service = start(1);
         await()
-            .atMost(Duration.ofSeconds(120))
+            .atMost(WAIT.plusSeconds(30))
             .until(() -> new HashSet<>(lines(delivered)).size() == distinct.size());
         await().atMost(Duration.ofSeconds(30)).until(() -> broker.ready(q[0]) == 0);
       } finally {
