@@ -14,6 +14,7 @@ import dev.idem.ordering.Permit;
 import dev.idem.server.pipeline.InboundRequest;
 import dev.idem.server.pipeline.OrderingBusyException;
 import dev.idem.server.pipeline.OrderingStep;
+import java.util.Objects;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -104,7 +105,9 @@ final class SharedOrdering implements OrderingStep {
     }
     try {
       Reservation lock = lock(lockKey);
-      return new SharedTurn(key, permit, lock, lock == null ? null : renew(lock, key));
+      SharedTurn turn = new SharedTurn(key, permit, lock);
+      turn.renewal = lock == null ? null : renew(turn);
+      return turn;
     } catch (RuntimeException e) {
       permit.close();
       throw e;
@@ -143,17 +146,19 @@ final class SharedOrdering implements OrderingStep {
     }
   }
 
-  private @Nullable ScheduledFuture<?> renew(Reservation lock, String key) {
+  private @Nullable ScheduledFuture<?> renew(SharedTurn turn) {
+    Reservation lock = Objects.requireNonNull(turn.lock);
     long every = Math.max(1, locks.config().lease().toMillis() / 3);
     try {
       return renewals.scheduleWithFixedDelay(
           () -> {
             try {
               if (lock.settlement() == null && !lock.extend()) {
+                turn.lost = true;
                 LOG.warn(
                     "pipeline={} ordering key={} lock lost (it ran out or was taken over)",
                     pipeline,
-                    key);
+                    turn.key);
               }
             } catch (StoreUnavailableException e) {
               LOG.debug("pipeline={} ordering lock renewal failed: {}", pipeline, e.getMessage());
@@ -174,17 +179,15 @@ final class SharedOrdering implements OrderingStep {
     private final String key;
     private final Permit permit;
     private final @Nullable Reservation lock;
-    private final @Nullable ScheduledFuture<?> renewal;
+    private @Nullable ScheduledFuture<?> renewal;
 
-    SharedTurn(
-        String key,
-        Permit permit,
-        @Nullable Reservation lock,
-        @Nullable ScheduledFuture<?> renewal) {
+    /** Set by a renewal that found the lock ran out or was taken over. */
+    private volatile boolean lost;
+
+    SharedTurn(String key, Permit permit, @Nullable Reservation lock) {
       this.key = key;
       this.permit = permit;
       this.lock = lock;
-      this.renewal = renewal;
     }
 
     @Override
@@ -195,6 +198,11 @@ final class SharedOrdering implements OrderingStep {
     @Override
     public @Nullable String fence() {
       return lock == null ? null : Long.toString(lock.token());
+    }
+
+    @Override
+    public boolean lockLost(long nowMillis) {
+      return lock != null && (lost || nowMillis >= lock.leaseUntil().toEpochMilli());
     }
 
     @Override

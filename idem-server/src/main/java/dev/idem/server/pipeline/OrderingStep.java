@@ -36,6 +36,18 @@ public interface OrderingStep {
       return null;
     }
 
+    /**
+     * Whether the shared lock this turn holds has run out or was taken over (a renewal found it
+     * lost): another instance may now deliver this key's events, so this turn must not deliver.
+     * Always false for a turn that holds no shared lock.
+     *
+     * @param nowMillis the wall clock, in milliseconds since the epoch
+     * @return true if the turn no longer holds its key across instances
+     */
+    default boolean lockLost(long nowMillis) {
+      return false;
+    }
+
     /** Gives the turn to the next event with the same key. */
     @Override
     void close();

@@ -718,7 +718,7 @@ public final class Pipeline {
                   key,
                   async
                       ? enqueue(key, orderingKey, outputs)
-                      : deliverNow(key, r, orderingKey, outputs, headers))));
+                      : deliverNow(key, r, turn, outputs, headers))));
     } catch (OrderingBusyException e) {
       LOG.warn("pipeline={} key={} not processed: {}", id, key.toHex(), e.getMessage());
       return settle(
@@ -861,12 +861,16 @@ public final class Pipeline {
   private Step deliverNow(
       DedupKey key,
       @Nullable Reservation r,
-      @Nullable String orderingKey,
+      OrderingStep.@Nullable Turn turn,
       List<byte[]> outputs,
       Map<String, String> headers) {
     if (leaseRanOut(r)) {
       return Step.leaseExpired("before delivery", 0);
     }
+    if (turn != null && turn.lockLost(time.wallMillis())) {
+      return Step.release("its ordering lock ran out", orderingLockLost(key, "before delivery"));
+    }
+    String orderingKey = turn == null ? null : turn.key();
     if (outputs.size() == 1) {
       DeliveryOutcome outcome =
           deliverer.deliver(
@@ -879,6 +883,10 @@ public final class Pipeline {
           replay ? StoredAnswer.encode(reply) : null, new Outcome.Accepted(key, reply, false));
     }
     for (int i = 0; i < outputs.size(); i++) {
+      if (i > 0 && turn != null && turn.lockLost(time.wallMillis())) {
+        return new Step.FanOutStopped(
+            outputs.size(), i, orderingLockLost(key, "before delivering output " + i));
+      }
       if (i > 0 && leaseRanOut(r)) {
         // The outputs delivered so far carry their own Idempotency-Keys; a resend repeats them.
         return new Step.FanOutStopped(
@@ -894,6 +902,23 @@ public final class Pipeline {
     }
     return new Step.FanOutStopped(
         outputs.size(), outputs.size(), new Outcome.Accepted(key, null, false));
+  }
+
+  /**
+   * The step when this instance's shared ordering lock ran out before delivery (it was paused or
+   * starved past {@code lock_ttl}): another instance may be delivering the key's events now, so
+   * this one delivers nothing more, releases the key (a fan-out keeps what it delivered) and
+   * answers unavailable; the sender's retry takes its place in the key's order again.
+   */
+  private Outcome orderingLockLost(DedupKey key, String when) {
+    LOG.warn(
+        "pipeline={} key={} not delivered: its ordering lock ran out {}", id, key.toHex(), when);
+    return new Outcome.Unavailable(
+        key,
+        "ordering_busy",
+        "this instance lost the event's ordering-key lock before delivering it; nothing was"
+            + " recorded for this event, retry later",
+        STORE_RETRY_AFTER_SECONDS);
   }
 
   private static Outcome.@Nullable Reply replyOf(DeliveryOutcome.Delivered d) {

@@ -270,6 +270,48 @@ class PipelineTest {
     assertThat(state("waited")).isEqualTo(KeyState.ABSENT);
   }
 
+  /**
+   * Issue 11: an instance whose shared ordering lock ran out while it waited (paused or starved
+   * past {@code lock_ttl}) must not deliver: another instance may hold the key now. It releases the
+   * key and answers 503, so the sender's retry is accepted once the key's lock is held again.
+   */
+  @Test
+  void aTurnWhoseSharedLockWasLostDeliversNothingAndReleasesTheKey() {
+    // Given an ordering step whose turn reports its lock lost
+    boolean[] lost = {true};
+    Pipeline p =
+        builder(settings("{ key: source.id }", "{ stdout: {} }"))
+            .ordering(
+                request ->
+                    new OrderingStep.Turn() {
+                      @Override
+                      public String key() {
+                        return "customer-1";
+                      }
+
+                      @Override
+                      public boolean lockLost(long nowMillis) {
+                        return lost[0];
+                      }
+
+                      @Override
+                      public void close() {}
+                    })
+            .build();
+
+    // When the event comes in, then nothing is delivered and the key is released
+    Answer a = answer(p, event("{\"id\":\"fenced-out\"}"));
+    assertThat(a.status()).isEqualTo(503);
+    assertThat(a.headers()).containsKey("Retry-After");
+    assertThat(sink.delivered()).isEmpty();
+    assertThat(state("fenced-out")).isEqualTo(KeyState.ABSENT);
+
+    // And once the lock is held again, the retry is delivered once
+    lost[0] = false;
+    assertThat(answer(p, event("{\"id\":\"fenced-out\"}")).status()).isEqualTo(202);
+    assertThat(sink.delivered()).hasSize(1);
+  }
+
   @Test
   void theOrderingTurnIsHeldDuringDeliveryAndGivenBackAfterwards() {
     List<String> log = new ArrayList<>();
