@@ -45,20 +45,19 @@ final class CompactScripts {
       local h = KEYS[1]
       local field = ARGV[1]
       local now = tonumber(ARGV[2])
-      local rkey = ARGV[3]
       local v = redis.call('HGET', h, field)
       """;
 
-  /** Finds the key and the meta field with HMGET; defines cover and write (scripts that write). */
+  /**
+   * Finds the meta field and the key with one HMGET (scripts that write). No local functions: the
+   * scripts run once per key, and every closure is an allocation per call.
+   */
   private static final String WRITE =
       """
       local h = KEYS[1]
       local field = ARGV[1]
       local now = tonumber(ARGV[2])
-      local rkey = ARGV[3]
       local interval = tonumber(ARGV[4])
-      local FOREVER = 9007199254740992
-      local MAXEXP = 3162240000000
       local got = redis.call('HMGET', h, 'm', field)
       local meta, v = got[1], got[2]
       local sweepAt, sweptAt, hend = 0, 0, 0
@@ -69,62 +68,63 @@ final class CompactScripts {
         sweepAt, sweptAt, hend = struct.unpack('>i8>i8>i8', meta)
       end
       local dirty = false
-      local expire = false
-      local function redisNow()
-        local t = redis.call('TIME')
-        return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-      end
-      local function cover(d)
-        if d <= hend then
-          return
-        end
-        if d >= FOREVER or d - now > MAXEXP then
-          hend = FOREVER
-          expire = 'persist'
-        else
-          hend = d + interval
-          expire = string.format('%.0f', math.max(1, hend - now))
-        end
-        dirty = true
-      end
-      local function write(nv)
-        if not meta then
-          sweepAt = now + interval
-          sweptAt = redisNow()
-          redis.call('HSET', h, 'm', struct.pack('>i8>i8>i8', sweepAt, sweptAt, hend), field, nv)
-        elseif dirty then
-          redis.call('HSET', h, field, nv, 'm', struct.pack('>i8>i8>i8', sweepAt, sweptAt, hend))
-        else
-          redis.call('HSET', h, field, nv)
-        end
-        if expire == 'persist' then
-          redis.call('PERSIST', h)
-        elseif expire then
-          redis.call('PEXPIRE', h, expire)
-        end
-      end
-      local function expireResult(px)
-        if px == '' then
-          redis.call('PERSIST', rkey)
-        else
-          redis.call('PEXPIRE', rkey, px)
-        end
-      end
+      local nv, d, reply = false, 0, false
       """;
 
-  /** Checks the value found and defines has(bit); every script runs it after READ or WRITE. */
+  /** Checks the value found and decodes its flags (every script, after READ or WRITE). */
   private static final String DECODE =
       """
-      local flags = 0
+      local committed, hasFp, inline, external = false, false, false, false
       if v then
-        flags = string.byte(v, 1) - 192
+        local flags = string.byte(v, 1) - 192
         if #v < 25 or flags < 0 or flags > 15 then
           return redis.error_reply('IDEM_BAD_VALUE the value is not an Idem compact entry')
         end
+        committed = flags % 2 == 1
+        hasFp = flags % 4 >= 2
+        inline = flags % 8 >= 4
+        external = flags >= 8
       end
-      local function has(bit)
-        return math.floor(flags / bit) % 2 == 1
+      """;
+
+  /**
+   * Writes {@code nv} (deadline {@code d}) under the field: grows the hash's end to cover {@code
+   * d}, writes the meta field with the hash's first entry or when it changed, and answers {@code
+   * reply}.
+   */
+  private static final String PUT =
+      """
+      local expire = false
+      if d > hend then
+        if d >= 9007199254740992 or d - now > 3162240000000 then
+          hend = 9007199254740992
+          expire = 'persist'
+        else
+          hend = d + interval
+          local px = hend - now
+          if px < 1 then
+            px = 1
+          end
+          expire = string.format('%.0f', px)
+        end
+        dirty = true
       end
+      if not meta then
+        sweepAt = now + interval
+        local t = redis.call('TIME')
+        sweptAt = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        redis.call('HSET', h, 'm', struct.pack('>i8>i8>i8', sweepAt, sweptAt, hend), field, nv)
+      elseif dirty then
+        redis.call('HSET', h, field, nv, 'm', struct.pack('>i8>i8>i8', sweepAt, sweptAt, hend))
+      else
+        redis.call('HSET', h, field, nv)
+      end
+      if expire == 'persist' then
+        redis.call('PERSIST', h)
+      elseif expire then
+        redis.call('PEXPIRE', h, expire)
+      end
+      return reply
       """;
 
   /**
@@ -142,64 +142,73 @@ final class CompactScripts {
               local replaced = 0
               if v then
                 if now < struct.unpack('>i8', v, 18) then
-                  if not has(1) then
+                  if not committed then
                     return {2, string.sub(v, 18, 25)}
                   end
-                  if has(2) and ARGV[6] ~= '' and string.sub(v, 26, 57) ~= ARGV[6] then
+                  if hasFp and ARGV[6] ~= '' and string.sub(v, 26, 57) ~= ARGV[6] then
                     return {3, string.sub(v, 10, 17)}
                   end
                   local deadline = string.sub(v, 18, 25)
-                  if ARGV[7] ~= '' and ARGV[7] ~= deadline then
-                    cover(struct.unpack('>i8', ARGV[7], 1))
-                    write(string.sub(v, 1, 17) .. ARGV[7] .. string.sub(v, 26))
-                    if has(8) then
-                      expireResult(ARGV[8])
-                    end
-                    deadline = ARGV[7]
-                  end
                   local result = false
-                  if has(4) then
-                    result = string.sub(v, has(2) and 58 or 26)
-                  elseif has(8) then
-                    result = redis.call('GET', rkey)
+                  if inline then
+                    result = string.sub(v, hasFp and 58 or 26)
+                  elseif external then
+                    result = redis.call('GET', ARGV[3])
                     if not result then
                       return redis.error_reply('IDEM_BAD_VALUE the result key is missing')
                     end
                   end
-                  return {1, string.sub(v, 10, 17), deadline, result}
-                end
-                replaced = has(1) and 2 or 1
-                if has(8) then
-                  redis.call('DEL', rkey)
-                end
-              end
-              if meta and now >= sweepAt then
-                local rnow = redisNow()
-                if rnow >= sweptAt + interval then
-                  local all = redis.call('HGETALL', h)
-                  local dead = {}
-                  for i = 1, #all, 2 do
-                    local f, x = all[i], all[i + 1]
-                    if #f == 32 and f ~= field and #x >= 25
-                        and now >= struct.unpack('>i8', x, 18) then
-                      dead[#dead + 1] = f
+                  if ARGV[7] == '' or ARGV[7] == deadline then
+                    return {1, string.sub(v, 10, 17), deadline, result}
+                  end
+                  if external then
+                    if ARGV[8] == '' then
+                      redis.call('PERSIST', ARGV[3])
+                    else
+                      redis.call('PEXPIRE', ARGV[3], ARGV[8])
                     end
                   end
-                  if #dead > 0 then
-                    redis.call('HDEL', h, unpack(dead))
+                  nv = string.sub(v, 1, 17) .. ARGV[7] .. string.sub(v, 26)
+                  d = struct.unpack('>i8', ARGV[7], 1)
+                  reply = {1, string.sub(v, 10, 17), ARGV[7], result}
+                else
+                  replaced = committed and 2 or 1
+                  if external then
+                    redis.call('DEL', ARGV[3])
                   end
-                  sweptAt = rnow
                 end
-                sweepAt = now + interval
-                dirty = true
-              elseif meta and now + interval < sweepAt then
-                sweepAt = now + interval
-                dirty = true
               end
-              cover(struct.unpack('>i8', ARGV[5], 18))
-              write(ARGV[5])
-              return {0, replaced}
-              """);
+              if not nv then
+                if meta and now >= sweepAt then
+                  local t = redis.call('TIME')
+                  local rnow = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+                  if rnow >= sweptAt + interval then
+                    local all = redis.call('HGETALL', h)
+                    local dead = {}
+                    for i = 1, #all, 2 do
+                      local f, x = all[i], all[i + 1]
+                      if #f == 32 and f ~= field and #x >= 25
+                          and now >= struct.unpack('>i8', x, 18) then
+                        dead[#dead + 1] = f
+                      end
+                    end
+                    if #dead > 0 then
+                      redis.call('HDEL', h, unpack(dead))
+                    end
+                    sweptAt = rnow
+                  end
+                  sweepAt = now + interval
+                  dirty = true
+                elseif meta and now + interval < sweepAt then
+                  sweepAt = now + interval
+                  dirty = true
+                end
+                nv = ARGV[5]
+                d = struct.unpack('>i8', ARGV[5], 18)
+                reply = {0, replaced}
+              end
+              """
+              + PUT);
 
   /**
    * Commit. ARGV 5: the token (8 bytes); 6: the new since and deadline (16 bytes); 7: {@code 1} if
@@ -216,7 +225,7 @@ final class CompactScripts {
                 return 0
               end
               local alive = now < struct.unpack('>i8', v, 18)
-              if has(1) then
+              if committed then
                 return alive and 1 or 0
               end
               if not alive then
@@ -224,7 +233,7 @@ final class CompactScripts {
               end
               local f = 193
               local fp = ''
-              if has(2) then
+              if hasFp then
                 f = f + 2
                 fp = string.sub(v, 26, 57)
               end
@@ -236,16 +245,17 @@ final class CompactScripts {
                 else
                   f = f + 8
                   if ARGV[9] == '' then
-                    redis.call('SET', rkey, ARGV[8])
+                    redis.call('SET', ARGV[3], ARGV[8])
                   else
-                    redis.call('SET', rkey, ARGV[8], 'PX', ARGV[9])
+                    redis.call('SET', ARGV[3], ARGV[8], 'PX', ARGV[9])
                   end
                 end
               end
-              cover(struct.unpack('>i8', ARGV[6], 9))
-              write(string.char(f) .. ARGV[5] .. ARGV[6] .. fp .. tail)
-              return 1
-              """);
+              nv = string.char(f) .. ARGV[5] .. ARGV[6] .. fp .. tail
+              d = struct.unpack('>i8', ARGV[6], 9)
+              reply = 1
+              """
+              + PUT);
 
   /** Release. ARGV 4: the token (8 bytes). Answers 1 (the key was removed) or 0 (stale). */
   static final LuaScripts.Script RELEASE =
@@ -254,7 +264,7 @@ final class CompactScripts {
           READ
               + DECODE
               + """
-              if not v or has(1) or string.sub(v, 2, 9) ~= ARGV[4]
+              if not v or committed or string.sub(v, 2, 9) ~= ARGV[4]
                   or now >= struct.unpack('>i8', v, 18) then
                 return 0
               end
@@ -272,7 +282,7 @@ final class CompactScripts {
           WRITE
               + DECODE
               + """
-              if not v or has(1) or string.sub(v, 2, 9) ~= ARGV[5] then
+              if not v or committed or string.sub(v, 2, 9) ~= ARGV[5] then
                 return 0
               end
               local deadline = struct.unpack('>i8', v, 18)
@@ -280,12 +290,14 @@ final class CompactScripts {
                 return 0
               end
               local u = struct.unpack('>i8', ARGV[6], 1)
-              if u > deadline then
-                cover(u)
-                write(string.sub(v, 1, 17) .. ARGV[6] .. string.sub(v, 26))
+              if u <= deadline then
+                return 1
               end
-              return 1
-              """);
+              nv = string.sub(v, 1, 17) .. ARGV[6] .. string.sub(v, 26)
+              d = u
+              reply = 1
+              """
+              + PUT);
 
   /** Inspect. Answers {} (absent), {value} or {value, result} (a result in its own key). */
   static final LuaScripts.Script INSPECT =
@@ -297,8 +309,8 @@ final class CompactScripts {
               if not v then
                 return {}
               end
-              if has(8) then
-                return {v, redis.call('GET', rkey)}
+              if external then
+                return {v, redis.call('GET', ARGV[3])}
               end
               return {v}
               """);
@@ -314,8 +326,8 @@ final class CompactScripts {
                 return 0
               end
               redis.call('HDEL', h, field)
-              if has(8) then
-                redis.call('DEL', rkey)
+              if external then
+                redis.call('DEL', ARGV[3])
               end
               return 1
               """);
