@@ -51,7 +51,7 @@ import java.util.stream.Stream;
  *
  * <pre>
  * java -cp idem-benchmarks/target/benchmarks.jar dev.idem.benchmarks.RedisLayoutComparison \
- *     [--keys 1000000] [--shards keys/50] [--fingerprint false] [--window-hours 24] \
+ *     [--keys 1000000] [--shards keys/25] [--fingerprint false] [--window-hours 24] \
  *     [--seconds 5] [--rounds 2] [--concurrency 16]
  * </pre>
  *
@@ -81,7 +81,7 @@ public final class RedisLayoutComparison {
     Map<String, String> opts = parse(args);
     long keys = Long.parseLong(opts.getOrDefault("keys", "1000000"));
     int shards =
-        Integer.parseInt(opts.getOrDefault("shards", Long.toString(Math.max(1, (keys + 49) / 50))));
+        Integer.parseInt(opts.getOrDefault("shards", Long.toString(Math.max(1, (keys + 24) / 25))));
     boolean withFingerprint = Boolean.parseBoolean(opts.getOrDefault("fingerprint", "false"));
     long window = (long) (Double.parseDouble(opts.getOrDefault("window-hours", "24")) * 3_600_000);
     double seconds = Double.parseDouble(opts.getOrDefault("seconds", "5"));

@@ -28,7 +28,7 @@ import java.util.Objects;
  *     see {@code docs/stores/redis.md}). The two layouts do not see each other's keys.
  * @param compactShards for the compact layout: how many hashes the keys of a scope are split into
  *     (by the key's hash); 1 to 16,777,216, default 4096. Choose about the live keys of a scope
- *     divided by 50 (see {@code docs/scale.md}) so that each hash stays under Redis's {@code
+ *     divided by 25 (see {@code docs/scale.md}) so that each hash stays under Redis's {@code
  *     hash-max-listpack-entries} (128 by default) and small. Ignored by the standard layout.
  */
 public record RedisDedupStoreConfig(
@@ -90,7 +90,7 @@ public record RedisDedupStoreConfig(
               + compactShards
               + " is not allowed: use 1 to "
               + MAX_COMPACT_SHARDS
-              + ", about the live keys of a scope divided by 320, e.g. 4096");
+              + ", about the live keys of a scope divided by 25, e.g. 4096");
     }
     checkTimeout("commandTimeout", commandTimeout);
     checkTimeout("connectTimeout", connectTimeout);
