@@ -367,7 +367,7 @@ public final class RedisLayoutComparison {
         long usec = Long.parseLong(m.group(3));
         if (command.equals("evalsha") || command.equals("eval")) {
           micros += usec;
-        } else if (calls >= keys / 10 && !command.equals("config") && !command.equals("info")) {
+        } else if (calls >= keys / 1000 && !command.equals("config") && !command.equals("info")) {
           inner.append(
               String.format(
                   java.util.Locale.ROOT,
