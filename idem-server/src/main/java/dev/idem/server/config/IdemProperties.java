@@ -142,7 +142,10 @@ public final class IdemProperties {
      */
     public @Nullable String layout;
 
-    /** {@code compact_shards} (redis with {@code layout: compact}: shards per expiry bucket). */
+    /**
+     * {@code compact_shards} (redis with {@code layout: compact}: hashes per pipeline, about its
+     * live keys / 25).
+     */
     public @Nullable Integer compactShards;
   }
 

@@ -25,8 +25,8 @@ import org.jspecify.annotations.Nullable;
  *     so that a restart releases its previous life's outbox claims; null: the machine's host name
  * @param redisLayout redis: how keys are laid out ({@code layout}); null for other stores (redis:
  *     the standard layout)
- * @param compactShards redis with the compact layout: shards per expiry bucket ({@code
- *     compact_shards}); null: the store's default
+ * @param compactShards redis with the compact layout: hashes per pipeline ({@code compact_shards});
+ *     null: the store's default
  * @param jdbcLayout jdbc: how keys are laid out ({@code layout}: {@code standard} or {@code
  *     partitioned}, PostgreSQL and MariaDB); null for other stores (jdbc: the standard layout)
  */
@@ -113,7 +113,7 @@ public record StoreSettings(
     }
     if (compactShards != null && (compactShards < 1 || compactShards > 1 << 24)) {
       throw new IdemConfigException(
-          "compact_shards must be 1 to 16777216 (about the live keys of a pipeline / 320), got "
+          "compact_shards must be 1 to 16777216 (about the live keys of a pipeline / 25), got "
               + compactShards);
     }
     if (prefix != null && prefix.isEmpty()) {

@@ -14,56 +14,46 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The compact key layout ({@link RedisDedupStoreConfig.Layout#COMPACT}): many keys of one scope per
- * small hash, so Redis keeps them listpack-encoded (about 60 bytes a key instead of a Redis key,
+ * small hash, so Redis keeps them listpack-encoded (about 62 bytes a key instead of a Redis key,
  * its value object and its expiry entry each). Stable: documented in {@code docs/stores/redis.md}.
  *
  * <ul>
  *   <li><b>Shard.</b> A key belongs to shard {@code word0 mod compactShards} of its scope. The
  *       shard's keys are {@code <prefix>{<scope>|<shard hex>}:...}: the braces are a Redis Cluster
  *       hash tag, so everything of one shard is in one slot and the shards spread over the cluster.
- *   <li><b>Buckets.</b> A key's entry (its {@link CompactFormat} value under the field = its
- *       32-byte digest) lives in one bucket hash {@code <shard>:<member>} chosen by its deadline:
- *       buckets are {@code 2^e} milliseconds wide with {@code 2^e} the smallest power of two at or
- *       above an eighth of the time left to the deadline (at least about a second), member {@code
- *       <e>.<deadline / 2^e>} in base 36, so a key with a 24 h window goes into a bucket of about 3
- *       h. Deadlines that never come (no TTL) or come in more than 100 years go into the bucket
- *       {@code f}, which never expires. A bucket hash expires as a whole at its end ({@code
- *       PEXPIRE}), which is after every deadline in it.
- *   <li><b>Directory.</b> {@code <shard>:d} is a sorted set of the shard's buckets scored by their
- *       end; scripts probe its buckets for the key, so a lookup finds it wherever it is. A scope
- *       with one window has about 5 to 9 live buckets per shard.
+ *   <li><b>Shard hash.</b> {@code <shard>:h} holds every entry of the shard: field = the key's
+ *       32-byte digest, value = its {@link CompactFormat} entry, plus one meta field {@code m} (see
+ *       {@link CompactScripts}). A key is in exactly one place, so a lookup is one {@code HGET},
+ *       also for a key that is not there.
+ *   <li><b>Reclaiming.</b> The hash expires as a whole ({@code PEXPIRE}) one sweep interval after
+ *       the last deadline written into it; a reserve that inserts a key removes the shard's dead
+ *       entries once per sweep interval (an eighth of the window, at least about a second).
  *   <li><b>Result keys.</b> A result too long to keep in the value lives in {@code <shard>:r:<key
  *       hex>}, a string with the entry's expiry.
  * </ul>
  *
  * <p>Answers are exact: every deadline is kept to the millisecond in the value and judged by the
  * caller's clock, as in the standard layout. Only reclaiming memory is coarse: a dead entry stays
- * in memory until its bucket ends, at most a quarter of its window (or lease) after its deadline.
- * An in-flight entry is put in the bucket its commit would use (when the window is at least the
- * lease), so that the commit rewrites it in place.
+ * until the first inserting reserve in its shard after the next sweep is due (in a shard that takes
+ * writes, within about an eighth of its window), or until the whole hash expires.
  */
 final class CompactLayout {
-  /** An eighth of the time left picks the bucket width: 5 to 9 buckets per window. */
-  private static final int BUCKETS_PER_WINDOW = 8;
+  /** An eighth of the window (or lease) is the sweep interval. */
+  private static final int SWEEPS_PER_WINDOW = 8;
 
-  /** The narrowest bucket, 2^10 ms (about a second). */
-  private static final int MIN_EXPONENT = 10;
+  /** The shortest sweep interval, 1,024 ms. */
+  private static final long MIN_INTERVAL = 1024;
 
-  /** Deadlines further than this get the bucket that never expires (as the standard layout). */
+  /** Deadlines further than this never expire the hash (as the standard layout). */
   static final long MAX_EXPIRY_MILLIS = 100L * 366 * 24 * 3600 * 1000;
 
-  /** The directory score of the bucket that never ends: 2^53, exact as a Lua number. */
-  private static final long FOREVER_END = 1L << 53;
+  /** The shard hash's meta field (every other field is a 32-byte key digest). */
+  static final byte[] META_FIELD = {'m'};
 
   private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] EMPTY = new byte[0];
   private static final byte[] ONE = {'1'};
   private static final byte[] ZERO = {'0'};
-  private static final Bucket FOREVER =
-      new Bucket(
-          "f".getBytes(StandardCharsets.US_ASCII),
-          Long.toString(FOREVER_END).getBytes(StandardCharsets.US_ASCII),
-          EMPTY);
 
   private final String prefix;
   private final int shards;
@@ -77,9 +67,6 @@ final class CompactLayout {
   /** One script call: the script, its one key (the shard's directory) and its arguments. */
   record Call(LuaScripts.Script script, byte[] key, byte[][] argv) {}
 
-  /** A bucket: its member name in the directory, its end (decimal) and its PX (empty: none). */
-  record Bucket(byte[] member, byte[] end, byte[] px) {}
-
   // --- names ------------------------------------------------------------------------------------
 
   /** {@code <prefix>{<scope>|<shard hex>}}: the common head of every key of the key's shard. */
@@ -89,9 +76,9 @@ final class CompactLayout {
     return head + Long.toHexString(shard) + "}";
   }
 
-  /** The shard's directory, {@code <base>:d}: the key every script of the key runs on. */
-  byte[] directory(Scope scope, DedupKey key) {
-    return (shardBase(scope, key) + ":d").getBytes(StandardCharsets.UTF_8);
+  /** The shard's hash, {@code <base>:h}: the key every script of the key runs on. */
+  byte[] shardHash(Scope scope, DedupKey key) {
+    return (shardBase(scope, key) + ":h").getBytes(StandardCharsets.UTF_8);
   }
 
   /** The key's result key, {@code <base>:r:<key hex>}. */
@@ -127,68 +114,20 @@ final class CompactLayout {
     return p.toString().getBytes(StandardCharsets.UTF_8);
   }
 
-  /** Whether a key found by {@link #scanPattern} is a bucket hash (not a directory or result). */
-  static boolean isBucket(byte[] redisKey) {
-    int colon = lastIndexOf(redisKey, (byte) ':');
-    if (colon < 0 || colon == redisKey.length - 1) {
-      return false;
-    }
-    if (redisKey.length - colon == 2 && redisKey[colon + 1] == 'f') {
-      return true;
-    }
-    for (int i = colon + 1; i < redisKey.length; i++) {
-      if (redisKey[i] == '.') {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  private static int lastIndexOf(byte[] b, byte c) {
-    for (int i = b.length - 1; i >= 0; i--) {
-      if (b[i] == c) {
-        return i;
-      }
-    }
-    return -1;
+  /** Whether a key found by {@link #scanPattern} is a shard hash (not a result key). */
+  static boolean isShardHash(byte[] redisKey) {
+    int n = redisKey.length;
+    return n >= 2 && redisKey[n - 1] == 'h' && redisKey[n - 2] == ':';
   }
 
   /**
-   * The bucket of a deadline, seen from {@code now}.
+   * The sweep interval for a window or lease: an eighth of it, at least {@link #MIN_INTERVAL}.
    *
-   * @param deadline the entry's deadline, {@link Long#MAX_VALUE} for never
-   * @param now the caller's time
-   * @return the bucket; {@link #FOREVER} for never or more than 100 years ahead
+   * @param span the window (or lease) in milliseconds
+   * @return the interval, decimal
    */
-  static Bucket bucketFor(long deadline, long now) {
-    if (deadline == Long.MAX_VALUE) {
-      return FOREVER;
-    }
-    long left;
-    try {
-      left = Math.subtractExact(deadline, now);
-    } catch (ArithmeticException e) {
-      return FOREVER;
-    }
-    if (left > MAX_EXPIRY_MILLIS) {
-      return FOREVER;
-    }
-    long wanted = Math.max(1, left / BUCKETS_PER_WINDOW);
-    int exponent = Math.max(MIN_EXPONENT, 64 - Long.numberOfLeadingZeros(wanted - 1));
-    long width = 1L << exponent;
-    long number = Math.floorDiv(deadline, width);
-    long end;
-    try {
-      end = Math.multiplyExact(number + 1, width);
-    } catch (ArithmeticException e) {
-      return FOREVER;
-    }
-    if (end >= FOREVER_END || end - now > MAX_EXPIRY_MILLIS) {
-      return FOREVER;
-    }
-    String member = Integer.toString(exponent, 36) + "." + Long.toString(number, 36);
-    return new Bucket(
-        member.getBytes(StandardCharsets.US_ASCII), decimal(end), decimal(Math.max(1, end - now)));
+  static byte[] interval(long span) {
+    return decimal(Math.max(MIN_INTERVAL, span / SWEEPS_PER_WINDOW));
   }
 
   // --- calls ------------------------------------------------------------------------------------
@@ -198,36 +137,26 @@ final class CompactLayout {
     long leaseUntil = r.leaseUntil();
     Fingerprint fingerprint = r.fingerprint();
     Ttl ttl = r.ttl();
-    // Put the in-flight entry where its commit will go, if the window outlasts the lease.
-    long placeBy = ttl.expires() ? Math.max(leaseUntil, ttl.expiresAt(now)) : leaseUntil;
-    Bucket place = bucketFor(placeBy, now);
+    long lease = span(now, leaseUntil);
+    long span = ttl.expires() ? Math.max(lease, ttl.millis()) : lease;
     byte[] refreshDeadline = EMPTY;
-    Bucket refresh = new Bucket(EMPTY, EMPTY, EMPTY);
     byte[] refreshPx = EMPTY;
     if (ttl.expiry() == Expiry.SLIDING && ttl.expires()) {
       long refreshed = ttl.expiresAt(now);
       refreshDeadline = EntryFormat.longBytes(refreshed);
-      refresh = bucketFor(refreshed, now);
       refreshPx = px(now, refreshed);
     }
     return new Call(
         CompactScripts.RESERVE,
-        directory(r.scope(), r.key()),
+        shardHash(r.scope(), r.key()),
         new byte[][] {
           r.key().toBytes(),
           decimal(now),
           resultKey(r.scope(), r.key()),
-          place.member(),
-          place.end(),
+          interval(span),
           CompactFormat.inFlight(r.token(), now, leaseUntil, fingerprint),
-          place.member(),
-          place.end(),
-          place.px(),
           fingerprint == null ? EMPTY : fingerprint.toBytes(),
           refreshDeadline,
-          refresh.member(),
-          refresh.end(),
-          refresh.px(),
           refreshPx
         });
   }
@@ -239,23 +168,18 @@ final class CompactLayout {
     EntryFormat.putLong(times, 0, now);
     EntryFormat.putLong(times, 8, expiresAt);
     byte[] result = c.result();
-    Bucket bucket = bucketFor(expiresAt, now);
     return new Call(
         CompactScripts.COMMIT,
-        directory(c.scope(), c.key()),
+        shardHash(c.scope(), c.key()),
         new byte[][] {
           c.key().toBytes(),
           decimal(now),
           resultKey(c.scope(), c.key()),
-          bucket.member(),
-          bucket.end(),
+          interval(c.ttl().expires() ? c.ttl().millis() : 0),
           EntryFormat.longBytes(c.token()),
           times,
           result == null ? ZERO : ONE,
           result == null ? EMPTY : result,
-          bucket.member(),
-          bucket.end(),
-          bucket.px(),
           px(now, expiresAt)
         });
   }
@@ -263,13 +187,11 @@ final class CompactLayout {
   Call release(ReleaseRequest r) {
     return new Call(
         CompactScripts.RELEASE,
-        directory(r.scope(), r.key()),
+        shardHash(r.scope(), r.key()),
         new byte[][] {
           r.key().toBytes(),
           decimal(r.nowMillis()),
           resultKey(r.scope(), r.key()),
-          EMPTY,
-          EMPTY,
           EntryFormat.longBytes(r.token())
         });
   }
@@ -277,36 +199,40 @@ final class CompactLayout {
   Call extend(ExtendRequest e) {
     long now = e.nowMillis();
     long until = e.leaseUntil();
-    Bucket bucket = bucketFor(until, now);
     return new Call(
         CompactScripts.EXTEND,
-        directory(e.scope(), e.key()),
+        shardHash(e.scope(), e.key()),
         new byte[][] {
           e.key().toBytes(),
           decimal(now),
           resultKey(e.scope(), e.key()),
-          EMPTY,
-          EMPTY,
+          interval(span(now, until)),
           EntryFormat.longBytes(e.token()),
-          EntryFormat.longBytes(until),
-          bucket.member(),
-          bucket.end(),
-          bucket.px()
+          EntryFormat.longBytes(until)
         });
   }
 
   Call inspect(Scope scope, DedupKey key, long now) {
     return new Call(
         CompactScripts.INSPECT,
-        directory(scope, key),
-        new byte[][] {key.toBytes(), decimal(now), resultKey(scope, key), EMPTY, EMPTY});
+        shardHash(scope, key),
+        new byte[][] {key.toBytes(), decimal(now), resultKey(scope, key)});
   }
 
   Call forget(Scope scope, DedupKey key, long now) {
     return new Call(
         CompactScripts.FORGET,
-        directory(scope, key),
-        new byte[][] {key.toBytes(), decimal(now), resultKey(scope, key), EMPTY, EMPTY});
+        shardHash(scope, key),
+        new byte[][] {key.toBytes(), decimal(now), resultKey(scope, key)});
+  }
+
+  /** {@code to - from}, 0 if negative, {@link Long#MAX_VALUE} if it overflows. */
+  private static long span(long from, long to) {
+    try {
+      return Math.max(0, Math.subtractExact(to, from));
+    } catch (ArithmeticException e) {
+      return Long.MAX_VALUE;
+    }
   }
 
   /** Relative Redis expiry for a deadline, as decimal text; empty for "no expiry". */

@@ -175,7 +175,7 @@ public final class RedisDedupStore implements DedupStore, OutboxStore {
     this.timeoutNanos = config.commandTimeout().toNanos();
     boolean cluster = connection instanceof StatefulRedisClusterConnection;
     this.outbox = new RedisOutbox(config.prefix(), cluster, this::runScript, description);
-    // The compact layout packs keys in bucket hashes that the outbox script does not write.
+    // The compact layout packs keys in shard hashes that the outbox script does not write.
     this.capabilities =
         compact == null && RedisOutbox.supported(config.prefix(), cluster)
             ? WITH_OUTBOX
@@ -810,20 +810,24 @@ public final class RedisDedupStore implements DedupStore, OutboxStore {
   }
 
   /**
-   * Unlinks one page of a compact scope's keys; returns how many dedup keys they held (the fields
-   * of the bucket hashes, counted just before; directories and result keys count nothing).
+   * Unlinks one page of a compact scope's keys; returns how many dedup keys they held (the entries
+   * of the shard hashes, counted just before: every field but the meta field; result keys count
+   * nothing).
    */
   private long unlinkCompact(List<byte[]> keys) {
     List<RedisFuture<Long>> lengths = new ArrayList<>();
+    List<RedisFuture<Boolean>> metas = new ArrayList<>();
     for (byte[] k : keys) {
-      if (CompactLayout.isBucket(k)) {
+      if (CompactLayout.isShardHash(k)) {
         lengths.add(commands.hlen(k));
+        metas.add(commands.hexists(k, CompactLayout.META_FIELD));
       }
     }
     long held = 0;
-    for (RedisFuture<Long> n : lengths) {
-      Long v = await(n, "clear (HLEN)", null);
-      held += v == null ? 0 : v;
+    for (int i = 0; i < lengths.size(); i++) {
+      Long v = await(lengths.get(i), "clear (HLEN)", null);
+      Boolean meta = await(metas.get(i), "clear (HEXISTS)", null);
+      held += (v == null ? 0 : v) - (Boolean.TRUE.equals(meta) ? 1 : 0);
     }
     await(commands.unlink(keys.toArray(new byte[0][])), "clear (UNLINK)", null);
     return held;
@@ -1230,7 +1234,7 @@ public final class RedisDedupStore implements DedupStore, OutboxStore {
     }
 
     /**
-     * Sets the shards per expiry bucket of the compact layout (default 4096); see {@link
+     * Sets the shards (hashes) per scope of the compact layout (default 4096); see {@link
      * RedisDedupStoreConfig#compactShards()}. Stores on one prefix must all use the same number.
      *
      * @param compactShards 1 to 16,777,216

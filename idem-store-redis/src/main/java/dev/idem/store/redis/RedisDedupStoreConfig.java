@@ -24,12 +24,12 @@ import java.util.Objects;
  *     append-only file, or settings it cannot read. Off by default: then those risks are logged and
  *     reported by {@link RedisDedupStore#durabilityRisks()}.
  * @param layout how keys are laid out in Redis: {@link Layout#STANDARD} (one Redis key per dedup
- *     key, the default) or {@link Layout#COMPACT} (many keys per small hash, bucketed by expiry;
+ *     key, the default) or {@link Layout#COMPACT} (many keys per small hash, one hash per shard;
  *     see {@code docs/stores/redis.md}). The two layouts do not see each other's keys.
- * @param compactShards for the compact layout: how many hashes each expiry bucket of a scope is
- *     split into (by the key's hash); 1 to 16,777,216, default 4096. Choose about the live keys of
- *     a scope divided by 320 (see {@code docs/scale.md}) so that each hash stays under Redis's
- *     {@code hash-max-listpack-entries} (128 by default) and small. Ignored by the standard layout.
+ * @param compactShards for the compact layout: how many hashes the keys of a scope are split into
+ *     (by the key's hash); 1 to 16,777,216, default 4096. Choose about the live keys of a scope
+ *     divided by 25 (see {@code docs/scale.md}) so that each hash stays under Redis's {@code
+ *     hash-max-listpack-entries} (128 by default) and small. Ignored by the standard layout.
  */
 public record RedisDedupStoreConfig(
     String prefix,
@@ -48,16 +48,16 @@ public record RedisDedupStoreConfig(
     /** One Redis string per dedup key, {@code <prefix><scope>:<key hex>}, with its own expiry. */
     STANDARD,
     /**
-     * Many keys of one scope per small (listpack-encoded) hash, one hash per expiry bucket and
-     * shard, each hash expiring as a whole: about a third of the memory of {@link #STANDARD}.
+     * Many keys of one scope per small (listpack-encoded) hash, one hash per shard, dead entries
+     * swept once per eighth of the window: about a third of the memory of {@link #STANDARD}.
      */
     COMPACT
   }
 
-  /** The default number of shards per expiry bucket of the compact layout. */
+  /** The default number of shards (hashes) per scope of the compact layout. */
   public static final int DEFAULT_COMPACT_SHARDS = 4096;
 
-  /** The largest number of shards per expiry bucket of the compact layout. */
+  /** The largest number of shards (hashes) per scope of the compact layout. */
   public static final int MAX_COMPACT_SHARDS = 1 << 24;
 
   /** The default key prefix. */
@@ -90,7 +90,7 @@ public record RedisDedupStoreConfig(
               + compactShards
               + " is not allowed: use 1 to "
               + MAX_COMPACT_SHARDS
-              + ", about the live keys of a scope divided by 320, e.g. 4096");
+              + ", about the live keys of a scope divided by 25, e.g. 4096");
     }
     checkTimeout("commandTimeout", commandTimeout);
     checkTimeout("connectTimeout", connectTimeout);

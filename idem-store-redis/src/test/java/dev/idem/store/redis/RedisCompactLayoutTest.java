@@ -21,14 +21,16 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
  * The compact layout's stable names and value format (fixed vectors), and what it leaves in Redis:
- * small listpack hashes per bucket that expire as a whole, a directory per shard, a key in exactly
- * one bucket, moves on sliding hits, long results in their own key. The answers themselves are the
- * contract suite's business ({@link RedisCompactDedupStoreContractTest}).
+ * one small listpack hash per shard that expires as a whole after its last deadline, a key in
+ * exactly one field, dead entries swept by a later reserve, long results in their own key. The
+ * answers themselves are the contract suite's business ({@link
+ * RedisCompactDedupStoreContractTest}).
  */
 class RedisCompactLayoutTest {
   private static final Scope SCOPE = Scope.of("shop-orders", "dedup");
@@ -49,39 +51,21 @@ class RedisCompactLayoutTest {
 
     // 0x9f86d081884c7d65 mod 4096 = 0xd65
     assertThat(layout.shardBase(SCOPE, VECTOR)).isEqualTo("idem:{shop-orders/dedup|d65}");
-    assertThat(text(layout.directory(SCOPE, VECTOR))).isEqualTo("idem:{shop-orders/dedup|d65}:d");
+    assertThat(text(layout.shardHash(SCOPE, VECTOR))).isEqualTo("idem:{shop-orders/dedup|d65}:h");
     assertThat(text(layout.resultKey(SCOPE, VECTOR)))
         .isEqualTo("idem:{shop-orders/dedup|d65}:r:" + VECTOR.toHex());
     assertThat(text(new CompactLayout("a*b:", 1).scanPattern(SCOPE)))
         .isEqualTo("a\\*b:\\{shop-orders/dedup|*");
+    assertThat(CompactLayout.isShardHash(bytes("p{s/t|1}:h"))).isTrue();
+    assertThat(CompactLayout.isShardHash(bytes("p{s/t|1}:r:" + VECTOR.toHex()))).isFalse();
   }
 
   @Test
-  void bucketsAreAnEighthToAQuarterOfTheTimeLeftAndEndAfterTheDeadline() {
-    long now = 1_800_000_000_000L;
-    long deadline = now + 24 * HOUR;
-
-    CompactLayout.Bucket day = CompactLayout.bucketFor(deadline, now);
-    CompactLayout.Bucket second = CompactLayout.bucketFor(now + 10, now);
-
-    // 24 h / 8 = 10.8e6 ms -> 2^24 ms (4.7 h) buckets
-    long width = 1L << 24;
-    long number = deadline / width;
-    assertThat(text(day.member()))
-        .isEqualTo(Integer.toString(24, 36) + "." + Long.toString(number, 36));
-    assertThat(Long.parseLong(text(day.end())))
-        .isEqualTo((number + 1) * width)
-        .isGreaterThan(deadline);
-    assertThat(Long.parseLong(text(day.px()))).isEqualTo((number + 1) * width - now);
-    assertThat(text(second.member())).startsWith("a."); // the narrowest, 2^10 ms
-    assertThat(text(CompactLayout.bucketFor(Long.MAX_VALUE, now).member())).isEqualTo("f");
-    assertThat(CompactLayout.bucketFor(Long.MAX_VALUE, now).px()).isEmpty();
-    assertThat(text(CompactLayout.bucketFor(now + 200L * 366 * 24 * HOUR, now).member()))
-        .isEqualTo("f");
-    assertThat(CompactLayout.isBucket(bytes("p{s/t|1}:o.abc"))).isTrue();
-    assertThat(CompactLayout.isBucket(bytes("p{s/t|1}:f"))).isTrue();
-    assertThat(CompactLayout.isBucket(bytes("p{s/t|1}:d"))).isFalse();
-    assertThat(CompactLayout.isBucket(bytes("p{s/t|1}:r:" + VECTOR.toHex()))).isFalse();
+  void theSweepIntervalIsAnEighthOfTheWindowAndAtLeastASecond() {
+    assertThat(text(CompactLayout.interval(24 * HOUR))).isEqualTo(Long.toString(3 * HOUR));
+    assertThat(text(CompactLayout.interval(60_000))).isEqualTo("7500");
+    assertThat(text(CompactLayout.interval(10))).isEqualTo("1024");
+    assertThat(text(CompactLayout.interval(0))).isEqualTo("1024");
   }
 
   @Test
@@ -101,7 +85,7 @@ class RedisCompactLayoutTest {
   }
 
   @Test
-  void keysShareSmallListpackHashesThatExpireAsAWhole() {
+  void keysShareOneListpackHashPerShardThatExpiresAsAWhole() {
     // given 400 keys committed with a one-hour window on 4 shards
     String prefix = newPrefix();
     long now = System.currentTimeMillis();
@@ -117,26 +101,20 @@ class RedisCompactLayoutTest {
       store.reserveAll(reserves);
       store.commitAll(commits);
 
-      // then Redis holds 4 directories and a few bucket hashes, each listpack-encoded, each
-      // expiring after the last deadline in it and within a quarter window more
+      // then Redis holds 4 hashes, each listpack-encoded with its meta field first, each expiring
+      // after the last deadline in it and within an eighth of the window more
       RedisCommands<byte[], byte[]> redis = SharedRedis.admin();
       List<byte[]> keys = keys(prefix);
-      long buckets = 0;
       long fields = 0;
       for (byte[] k : keys) {
         String name = text(k);
-        if (name.endsWith(":d")) {
-          assertThat(redis.type(k)).isEqualTo("zset");
-          continue;
-        }
-        assertThat(CompactLayout.isBucket(k)).as(name).isTrue();
-        buckets++;
-        fields += redis.hlen(k);
+        assertThat(CompactLayout.isShardHash(k)).as(name).isTrue();
         assertThat(redis.objectEncoding(k)).as(name).isEqualTo("listpack");
-        assertThat(redis.pttl(k)).isBetween(HOUR - 60_000, HOUR + HOUR / 4 + 60_000);
+        assertThat(redis.hexists(k, CompactLayout.META_FIELD)).as(name).isTrue();
+        fields += redis.hlen(k) - 1;
+        assertThat(redis.pttl(k)).isBetween(HOUR - 60_000, HOUR + HOUR / 8 + 60_000);
       }
-      assertThat(keys.size() - buckets).isEqualTo(4);
-      assertThat(buckets).isBetween(4L, 8L);
+      assertThat(keys).hasSize(4);
       assertThat(fields).isEqualTo(400);
 
       // when cleared, then every key is counted once and nothing is left
@@ -146,7 +124,7 @@ class RedisCompactLayoutTest {
   }
 
   @Test
-  void aSlidingHitMovesTheKeyToALaterBucketAndLeavesItInOnlyOne() {
+  void aSlidingHitRefreshesTheEntryInPlaceAndTheHashOutlivesIt() {
     String prefix = newPrefix();
     long now = System.currentTimeMillis();
     Ttl ttl = new Ttl(HOUR, Expiry.SLIDING);
@@ -154,18 +132,78 @@ class RedisCompactLayoutTest {
     try (RedisDedupStore store = open(prefix, 1)) {
       store.reserve(new ReserveRequest(SCOPE, key, null, 7, now, 30_000, ttl));
       store.commit(new CommitRequest(SCOPE, key, 7, now, ttl, null));
-      List<String> before = bucketsHolding(prefix, key);
+      byte[] hash = new CompactLayout(prefix, 1).shardHash(SCOPE, key);
 
-      // when hit half a window later (buckets are at most a quarter window wide)
+      // when hit half a window later (past the hash's first end, the deadline plus an eighth)
       long later = now + HOUR / 2;
       ReserveResult hit =
           store.reserve(new ReserveRequest(SCOPE, key, null, 8, later, 30_000, ttl));
 
-      // then it is a duplicate with the refreshed deadline, held by one later bucket only
+      // then it is a duplicate with the refreshed deadline, and the hash now ends after it (Redis
+      // counts the expiry from the caller's now, as the standard layout's PX)
       assertThat(hit).isEqualTo(new ReserveResult.Duplicate(now, later + HOUR, null));
-      List<String> after = bucketsHolding(prefix, key);
-      assertThat(before).hasSize(1);
-      assertThat(after).hasSize(1).doesNotContainAnyElementsOf(before);
+      assertThat(keys(prefix)).hasSize(1);
+      assertThat(SharedRedis.admin().pttl(hash)).isBetween(HOUR - 60_000, HOUR + HOUR / 8);
+    }
+  }
+
+  @Test
+  void aReserveThatInsertsSweepsTheShardsDeadEntriesOncePerInterval() {
+    // given a dead key and a live key in one shard, with a 2 s window (sweep interval 1,024 ms)
+    String prefix = newPrefix();
+    long now = System.currentTimeMillis();
+    Ttl ttl = new Ttl(2_000, Expiry.FIXED);
+    Ttl hour = new Ttl(HOUR, Expiry.FIXED);
+    DedupKey dead = randomKey();
+    DedupKey live = randomKey();
+    try (RedisDedupStore store = open(prefix, 1)) {
+      store.reserve(new ReserveRequest(SCOPE, dead, null, 1, now, 1_000, ttl));
+      store.commit(new CommitRequest(SCOPE, dead, 1, now, ttl, null));
+      store.reserve(new ReserveRequest(SCOPE, live, null, 2, now, 1_000, hour));
+      store.commit(new CommitRequest(SCOPE, live, 2, now, hour, null));
+      byte[] hash = new CompactLayout(prefix, 1).shardHash(SCOPE, dead);
+      RedisCommands<byte[], byte[]> redis = SharedRedis.admin();
+
+      // when new keys are reserved after the dead key's deadline by the caller's clock (which
+      // moves on, as real clocks do), until a sweep interval has passed by Redis's clock too
+      Awaitility.await()
+          .atMost(Duration.ofSeconds(20))
+          .pollInterval(Duration.ofMillis(200))
+          .until(
+              () -> {
+                long at = System.currentTimeMillis() + 3_000;
+                store.reserve(new ReserveRequest(SCOPE, randomKey(), null, 3, at, 1_000, ttl));
+                return !redis.hexists(hash, dead.toBytes());
+              });
+
+      // then the dead entry is gone, the live one stays
+      assertThat(redis.hexists(hash, live.toBytes())).isTrue();
+      assertThat(store.inspect(SCOPE, live, now + 3_000))
+          .isNotEqualTo(dev.idem.spi.KeyState.ABSENT);
+    }
+  }
+
+  @Test
+  void aJumpOfTheCallersClockAloneDoesNotSweep() {
+    // given a key whose lease ran out by the caller's clock an hour later, in a new shard hash
+    String prefix = newPrefix();
+    long now = System.currentTimeMillis();
+    Ttl ttl = new Ttl(60_000, Expiry.FIXED);
+    DedupKey abandoned = randomKey();
+    try (RedisDedupStore store = open(prefix, 1)) {
+      store.reserve(new ReserveRequest(SCOPE, abandoned, null, 1, now, 60_000, ttl));
+
+      // when another key is reserved at once in real time but an hour later by the caller
+      long later = now + HOUR;
+      store.reserve(new ReserveRequest(SCOPE, randomKey(), null, 2, later, 60_000, ttl));
+
+      // then no sweep ran (Redis's clock has not moved an interval): the abandoned entry is still
+      // there, and its takeover says what it replaced
+      ReserveResult takeover =
+          store.reserve(new ReserveRequest(SCOPE, abandoned, null, 3, later, 60_000, ttl));
+      assertThat(takeover)
+          .isEqualTo(
+              new ReserveResult.Acquired(3, later + 60_000, ReserveResult.Replaced.EXPIRED_LEASE));
     }
   }
 
@@ -201,9 +239,8 @@ class RedisCompactLayoutTest {
   }
 
   @Test
-  void aBucketThatRedisDroppedWhenItsLastKeyLeftGetsItsExpiryBackWhenWrittenAgain() {
-    // given a bucket whose only key was forgotten (Redis drops the empty hash; the directory still
-    // lists the bucket)
+  void aHashWhoseEntriesWereAllForgottenKeepsItsExpiry() {
+    // given a shard whose only key was forgotten (the hash keeps its meta field and its expiry)
     String prefix = newPrefix();
     long now = System.currentTimeMillis();
     Ttl ttl = new Ttl(HOUR, Expiry.FIXED);
@@ -212,34 +249,39 @@ class RedisCompactLayoutTest {
     try (RedisDedupStore store = open(prefix, 1)) {
       store.reserve(new ReserveRequest(SCOPE, first, null, 1, now, 30_000, ttl));
       store.commit(new CommitRequest(SCOPE, first, 1, now, ttl, null));
-      String bucket = bucketsHolding(prefix, first).get(0);
+      byte[] hash = new CompactLayout(prefix, 1).shardHash(SCOPE, first);
       assertThat(store.forget(SCOPE, first)).isTrue();
-      assertThat(SharedRedis.admin().exists(bytes(bucket))).isZero();
+      RedisCommands<byte[], byte[]> redis = SharedRedis.admin();
+      assertThat(redis.hlen(hash)).isEqualTo(1);
+      assertThat(redis.pttl(hash)).isBetween(HOUR - 60_000, HOUR + HOUR / 8);
 
-      // when another key goes into the same bucket
+      // when another key goes into the same shard
       store.reserve(new ReserveRequest(SCOPE, second, null, 2, now, 30_000, ttl));
       store.commit(new CommitRequest(SCOPE, second, 2, now, ttl, null));
 
-      // then the bucket exists again and expires again
-      assertThat(bucketsHolding(prefix, second)).containsExactly(bucket);
-      assertThat(SharedRedis.admin().pttl(bytes(bucket))).isBetween(HOUR - 60_000, HOUR + HOUR / 4);
+      // then it is there, and the hash still expires
+      assertThat(redis.hexists(hash, second.toBytes())).isTrue();
+      assertThat(redis.pttl(hash)).isBetween(HOUR - 60_000, HOUR + HOUR / 8);
+      assertThat(store.clear(SCOPE)).isEqualTo(1);
     }
   }
 
   @Test
-  void keysWithoutAWindowGoToABucketThatNeverExpires() {
+  void keysWithoutAWindowMakeTheirHashPersistent() {
     String prefix = newPrefix();
     long now = System.currentTimeMillis();
     DedupKey key = randomKey();
+    DedupKey windowed = randomKey();
+    Ttl ttl = new Ttl(HOUR, Expiry.FIXED);
     try (RedisDedupStore store = open(prefix, 1)) {
       store.reserve(new ReserveRequest(SCOPE, key, null, 1, now, 30_000, Ttl.NONE));
       store.commit(new CommitRequest(SCOPE, key, 1, now, Ttl.NONE, null));
+      store.reserve(new ReserveRequest(SCOPE, windowed, null, 2, now, 30_000, ttl));
+      store.commit(new CommitRequest(SCOPE, windowed, 2, now, ttl, null));
 
-      RedisCommands<byte[], byte[]> redis = SharedRedis.admin();
-      String base = new CompactLayout(prefix, 1).shardBase(SCOPE, key);
-      assertThat(bucketsHolding(prefix, key)).containsExactly(base + ":f");
-      assertThat(redis.pttl(bytes(base + ":f"))).isEqualTo(-1);
-      assertThat(redis.pttl(bytes(base + ":d"))).isEqualTo(-1);
+      byte[] hash = new CompactLayout(prefix, 1).shardHash(SCOPE, key);
+      assertThat(SharedRedis.admin().hexists(hash, key.toBytes())).isTrue();
+      assertThat(SharedRedis.admin().pttl(hash)).isEqualTo(-1);
     }
   }
 
@@ -256,17 +298,6 @@ class RedisCompactLayoutTest {
         .compactShards(shards)
         .commandTimeout(Duration.ofSeconds(15))
         .build();
-  }
-
-  private static List<String> bucketsHolding(String prefix, DedupKey key) {
-    RedisCommands<byte[], byte[]> redis = SharedRedis.admin();
-    List<String> out = new ArrayList<>();
-    for (byte[] k : keys(prefix)) {
-      if (CompactLayout.isBucket(k) && redis.hexists(k, key.toBytes())) {
-        out.add(text(k));
-      }
-    }
-    return out;
   }
 
   private static List<byte[]> keys(String prefix) {
