@@ -12,11 +12,13 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Instant;
 import java.util.concurrent.locks.ReentrantLock;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Writes each event as one JSON line, to standard output or appended to a file:
@@ -86,7 +88,11 @@ final class JsonLinesSink implements Sink {
   public DeliveryOutcome deliver(Delivery delivery) {
     byte[] line;
     try {
-      line = line(delivery, Instant.ofEpochMilli(time.wallMillis()));
+      long millis = time.wallMillis();
+      line = fastLine(delivery, millis);
+      if (line == null) {
+        line = line(delivery, Instant.ofEpochMilli(millis));
+      }
     } catch (JsonProcessingException e) {
       return new DeliveryOutcome.Failed(
           "the event is not JSON, so it cannot be written as a JSON line: "
@@ -107,6 +113,157 @@ final class JsonLinesSink implements Sink {
       lock.unlock();
     }
     return new DeliveryOutcome.Delivered(0, null, null);
+  }
+
+  /** The last {@code delivered_at} text, shared by the lines of one millisecond. */
+  private static final class Stamp {
+    final long millis;
+    final byte[] text;
+
+    Stamp(long millis) {
+      this.millis = millis;
+      this.text = Instant.ofEpochMilli(millis).toString().getBytes(StandardCharsets.US_ASCII);
+    }
+  }
+
+  private volatile Stamp stamp = new Stamp(0);
+
+  private byte[] stamp(long millis) {
+    Stamp s = stamp;
+    if (s.millis != millis) {
+      s = new Stamp(millis);
+      stamp = s;
+    }
+    return s.text;
+  }
+
+  private static final byte[] PIPELINE = ascii("{\"pipeline\":\"");
+  private static final byte[] IDEMPOTENCY_KEY = ascii("\",\"idempotency_key\":\"");
+  private static final byte[] NO_ORDERING_KEY = ascii("\",\"ordering_key\":null");
+  private static final byte[] ORDERING_KEY = ascii("\",\"ordering_key\":\"");
+  private static final byte[] DELIVERED_AT_AFTER_KEY = ascii("\",\"delivered_at\":\"");
+  private static final byte[] DELIVERED_AT_AFTER_NULL = ascii(",\"delivered_at\":\"");
+  private static final byte[] EVENT = ascii("\",\"event\":");
+
+  private static byte[] ascii(String s) {
+    return s.getBytes(StandardCharsets.US_ASCII);
+  }
+
+  /**
+   * The line, built by hand when that gives the bytes Jackson's copy would: the body is one JSON
+   * value the pipeline's check accepted and {@link #verbatim} says copying it changes nothing, and
+   * every other string of the line is {@link #plain} (needs no escape). Otherwise (or null) the
+   * body is parsed and copied as before.
+   */
+  private byte @Nullable [] fastLine(Delivery delivery, long millis) {
+    byte[] body = delivery.body();
+    String pipeline = delivery.pipeline();
+    String key = delivery.idempotencyKey();
+    String orderingKey = delivery.orderingKey();
+    if (!delivery.checkedJson()
+        || !plain(pipeline)
+        || !plain(key)
+        || (orderingKey != null && !plain(orderingKey))
+        || !verbatim(body)) {
+      return null;
+    }
+    byte[] at = stamp(millis);
+    int n =
+        PIPELINE.length
+            + pipeline.length()
+            + IDEMPOTENCY_KEY.length
+            + key.length()
+            + (orderingKey == null
+                ? NO_ORDERING_KEY.length + DELIVERED_AT_AFTER_NULL.length
+                : ORDERING_KEY.length + orderingKey.length() + DELIVERED_AT_AFTER_KEY.length)
+            + at.length
+            + EVENT.length
+            + body.length
+            + 2;
+    byte[] line = new byte[n];
+    int i = put(line, 0, PIPELINE);
+    i = putAscii(line, i, pipeline);
+    i = put(line, i, IDEMPOTENCY_KEY);
+    i = putAscii(line, i, key);
+    if (orderingKey == null) {
+      i = put(line, i, NO_ORDERING_KEY);
+      i = put(line, i, DELIVERED_AT_AFTER_NULL);
+    } else {
+      i = put(line, i, ORDERING_KEY);
+      i = putAscii(line, i, orderingKey);
+      i = put(line, i, DELIVERED_AT_AFTER_KEY);
+    }
+    i = put(line, i, at);
+    i = put(line, i, EVENT);
+    i = put(line, i, body);
+    line[i++] = '}';
+    line[i] = '\n';
+    return line;
+  }
+
+  private static int put(byte[] to, int at, byte[] b) {
+    System.arraycopy(b, 0, to, at, b.length);
+    return at + b.length;
+  }
+
+  @SuppressWarnings("deprecation") // String.getBytes(int, int, byte[], int): exact for ASCII
+  private static int putAscii(byte[] to, int at, String s) {
+    s.getBytes(0, s.length(), to, at);
+    return at + s.length();
+  }
+
+  /** Whether Jackson writes the string as its characters between quotes: printable ASCII. */
+  static boolean plain(String s) {
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c < 0x20 || c > 0x7E || c == '"' || c == '\\') {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Whether parsing a well-formed JSON value and copying it with Jackson gives back its exact
+   * bytes: no whitespace between tokens, no escape sequence in any string (Jackson rewrites an
+   * escaped slash or a {@code u} escape of a plain character), no character outside the Basic
+   * Multilingual Plane (Jackson writes one as the escapes of its two surrogates), no fraction or
+   * exponent (Jackson may respell a number) and no {@code -0} (copied as {@code 0}). Other
+   * non-ASCII text is copied as it is (Jackson writes it as the same UTF-8). Only meaningful for a
+   * body the pipeline's check accepted.
+   */
+  static boolean verbatim(byte[] json) {
+    boolean inString = false;
+    byte previous = 0;
+    for (byte b : json) {
+      if (inString) {
+        if (b == '"') {
+          inString = false;
+        } else if (b == '\\' || (b & 0xF8) == 0xF0) {
+          return false; // an escape, or the first byte of a 4-byte UTF-8 character
+        }
+      } else {
+        switch (b) {
+          case '"' -> inString = true;
+          case ' ', '\t', '\n', '\r', '.', 'E' -> {
+            return false;
+          }
+          case 'e' -> {
+            if (previous >= '0' && previous <= '9') {
+              return false; // an exponent (true and false end in e after a letter)
+            }
+          }
+          case '0' -> {
+            if (previous == '-') {
+              return false;
+            }
+          }
+          default -> {}
+        }
+      }
+      previous = b;
+    }
+    return !inString;
   }
 
   private static byte[] line(Delivery delivery, Instant now) throws IOException {
@@ -166,7 +323,7 @@ final class JsonLinesSink implements Sink {
     return description;
   }
 
-  /** Where lines go. Called under the sink's lock. */
+  /** Where lines go. Called under the sink's lock (so a target may reuse its buffers). */
   private interface Target {
     void write(byte[] line) throws IOException;
 
@@ -196,8 +353,12 @@ final class JsonLinesSink implements Sink {
   }
 
   private static final class FileTarget implements Target {
+    /** Lines up to this size go through one reused direct buffer (the channel copies into one). */
+    private static final int REUSED_BUFFER = 16 * 1024;
+
     private final FileChannel channel;
     private final boolean fsync;
+    private @Nullable ByteBuffer reused;
 
     FileTarget(FileChannel channel, boolean fsync) {
       this.channel = channel;
@@ -206,7 +367,18 @@ final class JsonLinesSink implements Sink {
 
     @Override
     public void write(byte[] line) throws IOException {
-      ByteBuffer buffer = ByteBuffer.wrap(line);
+      ByteBuffer buffer;
+      if (line.length <= REUSED_BUFFER) {
+        buffer = reused;
+        if (buffer == null) {
+          buffer = ByteBuffer.allocateDirect(REUSED_BUFFER);
+          reused = buffer;
+        }
+        buffer.clear();
+        buffer.put(line).flip();
+      } else {
+        buffer = ByteBuffer.wrap(line);
+      }
       while (buffer.hasRemaining()) {
         channel.write(buffer);
       }

@@ -32,8 +32,9 @@ import org.jspecify.annotations.Nullable;
  *       the framing.
  * </ol>
  *
- * <p>A timer ticks once a second (and at the deadline) to check the deadline and the rate; the
- * first of the tick, an arrival or a failure to settle the body wins, the others do nothing.
+ * <p>A timer ticks once a second (and at the deadline) to check the deadline and the rate, from the
+ * first time the body is found incomplete; the first of the tick, an arrival or a failure to settle
+ * the body wins, the others do nothing.
  */
 final class BodyReader implements Invocable.Task {
   /** What happens to the body; exactly one method is called, once. */
@@ -89,10 +90,17 @@ final class BodyReader implements Invocable.Task {
     this.started = nanos.getAsLong();
   }
 
-  /** Starts reading: what has arrived is read now, the rest as it comes. */
+  /**
+   * Starts reading: what has arrived is read now, the rest as it comes. The timer starts only when
+   * the body is not complete after that first read (a small body usually arrives with its headers,
+   * and then needs no timer); the deadline still counts from the start.
+   */
   void start() {
-    scheduleTick();
     run();
+    if (!settled.get()) {
+      // A body settled meanwhile on another thread makes this tick a no-op (it checks settled).
+      scheduleTick();
+    }
   }
 
   /**

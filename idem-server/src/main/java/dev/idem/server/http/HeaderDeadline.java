@@ -115,15 +115,7 @@ public final class HeaderDeadline extends Handler.Wrapper implements Connection.
       w.busy++;
       w.begun = 0;
     }
-    Callback answered =
-        Callback.from(
-            () -> {
-              synchronized (w) {
-                w.busy--;
-                w.mark = connection.getBytesIn();
-              }
-            },
-            callback);
+    Callback answered = new Answered(w, connection, callback);
     boolean handled;
     try {
       handled = super.handle(request, response, answered);
@@ -135,6 +127,39 @@ public final class HeaderDeadline extends Handler.Wrapper implements Connection.
       done(w, connection);
     }
     return handled;
+  }
+
+  /** The request's callback, which first marks the connection not busy: one object a request. */
+  private static final class Answered implements Callback {
+    private final Watch watch;
+    private final Connection connection;
+    private final Callback callback;
+
+    Answered(Watch watch, Connection connection, Callback callback) {
+      this.watch = watch;
+      this.connection = connection;
+      this.callback = callback;
+    }
+
+    @Override
+    public void succeeded() {
+      done(watch, connection);
+      callback.succeeded();
+    }
+
+    @Override
+    public void failed(Throwable x) {
+      try {
+        done(watch, connection);
+      } finally {
+        callback.failed(x);
+      }
+    }
+
+    @Override
+    public InvocationType getInvocationType() {
+      return callback.getInvocationType();
+    }
   }
 
   private static void done(Watch w, Connection connection) {

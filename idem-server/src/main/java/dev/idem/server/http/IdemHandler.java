@@ -22,6 +22,7 @@ import java.util.function.Function;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.http.PreEncodedHttpField;
 import org.eclipse.jetty.io.Content;
 import org.eclipse.jetty.io.EndPoint;
 import org.eclipse.jetty.server.Handler;
@@ -56,6 +57,8 @@ public final class IdemHandler extends Handler.Abstract {
 
   private static final Logger LOG = LoggerFactory.getLogger(IdemHandler.class);
   private static final String PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+  private static final HttpField JSON_TYPE =
+      new PreEncodedHttpField(HttpHeader.CONTENT_TYPE, Answer.JSON);
 
   private final Map<String, WebhookSource> byPath;
   private final Map<String, IdemMetrics.PipelineMeters> meters;
@@ -341,7 +344,17 @@ public final class IdemHandler extends Handler.Abstract {
   private static void write(Response response, Answer a, Callback callback) {
     response.setStatus(a.status());
     HttpFields.Mutable h = response.getHeaders();
-    h.put(HttpHeader.CONTENT_TYPE, a.contentType());
+    // Nothing set Content-Type before (then add, which needs no search of the fields); the JSON
+    // type, which nearly every answer has, is one field encoded once.
+    HttpField type =
+        Answer.JSON.equals(a.contentType())
+            ? JSON_TYPE
+            : new HttpField(HttpHeader.CONTENT_TYPE, a.contentType());
+    if (h.contains(HttpHeader.CONTENT_TYPE)) {
+      h.put(type);
+    } else {
+      h.add(type);
+    }
     for (Map.Entry<String, String> e : a.headers().entrySet()) {
       h.put(new HttpField(e.getKey(), e.getValue()));
     }

@@ -61,13 +61,16 @@ public final class IdemMetrics {
     /** A committed key was evicted (memory store). */
     EVICTED;
 
+    // Made once: the tag is read for every decision recorded on the request path.
+    private final String tag = name().toLowerCase(Locale.ROOT);
+
     /**
      * Returns the tag value.
      *
      * @return the lower-case name
      */
     public String tag() {
-      return name().toLowerCase(Locale.ROOT);
+      return tag;
     }
   }
 
@@ -82,13 +85,16 @@ public final class IdemMetrics {
     /** Given up and moved to the dead letters (async). */
     DEAD_LETTERED;
 
+    // Made once: the tag is read for every decision recorded on the request path.
+    private final String tag = name().toLowerCase(Locale.ROOT);
+
     /**
      * Returns the tag value.
      *
      * @return the lower-case name
      */
     public String tag() {
-      return name().toLowerCase(Locale.ROOT);
+      return tag;
     }
   }
 
@@ -132,6 +138,11 @@ public final class IdemMetrics {
    * @return its meters
    */
   public PipelineMeters pipeline(String pipeline) {
+    // Looked up on every decision: a plain get first, so no capturing lambda is made per call.
+    PipelineMeters m = pipelines.get(pipeline);
+    if (m != null) {
+      return m;
+    }
     return pipelines.computeIfAbsent(pipeline, p -> new PipelineMeters(registry, p, time));
   }
 
@@ -367,7 +378,7 @@ public final class IdemMetrics {
      */
     public void decided(DedupKey key, DecisionKind kind) {
       count(kind);
-      recent.record(time.wallMillis(), key.toHex(), kind.tag());
+      recent.record(time.wallMillis(), key, kind.tag());
     }
 
     /**

@@ -1,5 +1,6 @@
 package dev.idem.server.metrics;
 
+import dev.idem.DedupKey;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -25,7 +26,18 @@ public final class RecentDecisions {
    */
   public record Entry(long atMillis, String digest, String decision) {}
 
-  private final AtomicReferenceArray<Entry> ring;
+  /**
+   * What the ring holds: the key itself (its hex digits are made only when the console reads the
+   * ring, not on the request path) or digits given as text.
+   */
+  private record Slot(long atMillis, Object digest, String decision) {
+    Entry entry() {
+      String hex = digest instanceof DedupKey k ? k.toHex() : (String) digest;
+      return new Entry(atMillis, hex, decision);
+    }
+  }
+
+  private final AtomicReferenceArray<Slot> ring;
   private final AtomicLong next = new AtomicLong();
 
   /**
@@ -48,8 +60,24 @@ public final class RecentDecisions {
    * @param decision the decision's tag
    */
   public void record(long atMillis, String digest, String decision) {
+    put(new Slot(atMillis, digest, decision));
+  }
+
+  /**
+   * Records a decision about a key, overwriting the oldest one when full; the key's hex digits are
+   * made when the ring is read.
+   *
+   * @param atMillis when
+   * @param key the key
+   * @param decision the decision's tag
+   */
+  public void record(long atMillis, DedupKey key, String decision) {
+    put(new Slot(atMillis, key, decision));
+  }
+
+  private void put(Slot slot) {
     long i = next.getAndIncrement();
-    ring.set((int) (i % ring.length()), new Entry(atMillis, digest, decision));
+    ring.set((int) (i % ring.length()), slot);
   }
 
   /**
@@ -63,9 +91,9 @@ public final class RecentDecisions {
     int n = (int) Math.min(Math.min(end, ring.length()), Math.max(0, limit));
     List<Entry> out = new ArrayList<>(n);
     for (long i = end - 1; i >= end - n; i--) {
-      Entry e = ring.get((int) (i % ring.length()));
+      Slot e = ring.get((int) (i % ring.length()));
       if (e != null) {
-        out.add(e);
+        out.add(e.entry());
       }
     }
     return out;

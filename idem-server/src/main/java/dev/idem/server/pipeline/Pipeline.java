@@ -718,7 +718,7 @@ public final class Pipeline {
                   key,
                   async
                       ? enqueue(key, orderingKey, outputs)
-                      : deliverNow(key, r, turn, outputs, headers))));
+                      : deliverNow(key, r, turn, outputs, headers, transform == null))));
     } catch (OrderingBusyException e) {
       LOG.warn("pipeline={} key={} not processed: {}", id, key.toHex(), e.getMessage());
       return settle(
@@ -857,13 +857,17 @@ public final class Pipeline {
         sequence - 1);
   }
 
-  /** Delivers every output now; says how to settle. */
+  /**
+   * Delivers every output now; says how to settle. {@code checkedJson}: the outputs are the event's
+   * body as the body check accepted it (no transform).
+   */
   private Step deliverNow(
       DedupKey key,
       @Nullable Reservation r,
       OrderingStep.@Nullable Turn turn,
       List<byte[]> outputs,
-      Map<String, String> headers) {
+      Map<String, String> headers,
+      boolean checkedJson) {
     if (leaseRanOut(r)) {
       return Step.leaseExpired("before delivery", 0);
     }
@@ -872,9 +876,11 @@ public final class Pipeline {
     }
     String orderingKey = turn == null ? null : turn.key();
     if (outputs.size() == 1) {
+      // Without a transform the output is the event's own body, which the body check accepted.
       DeliveryOutcome outcome =
           deliverer.deliver(
-              new Delivery(id, idempotencyKey(key), orderingKey, outputs.get(0), headers));
+              new Delivery(
+                  id, idempotencyKey(key), orderingKey, outputs.get(0), headers, checkedJson));
       if (outcome instanceof DeliveryOutcome.Failed f) {
         return Step.release("delivery failed", deliveryFailed(key, f));
       }
