@@ -69,6 +69,8 @@ public final class OrderedDeliveryDriver {
       run("strict", 3, "strict", "sync", jar, redis, seconds, keys, down);
     } finally {
       down.server.stop(0);
+      // The server's executor is ours to stop; its threads would keep the JVM alive.
+      down.executor.shutdownNow();
     }
   }
 
@@ -208,13 +210,14 @@ public final class OrderedDeliveryDriver {
   /** A fast downstream that counts deliveries and checks each customer's order. */
   private static final class Downstream {
     final HttpServer server;
+    final ExecutorService executor = Executors.newFixedThreadPool(16);
     final AtomicLong delivered = new AtomicLong();
     final AtomicLong violations = new AtomicLong();
     final Map<String, Long> last = new ConcurrentHashMap<>();
 
     Downstream() throws IOException {
       server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 512);
-      server.setExecutor(Executors.newFixedThreadPool(16));
+      server.setExecutor(executor);
       server.createContext(
           "/",
           ex -> {
