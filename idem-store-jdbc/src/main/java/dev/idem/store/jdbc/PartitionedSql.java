@@ -136,6 +136,24 @@ final class PartitionedSql {
   PartitionedSql(Statements s) {
     keys = s.keys;
     dialect = s.dialect;
+    // The same on both dialects: fenced checks and updates of one key by its token.
+    committedWith =
+        "SELECT 1 FROM "
+            + keys
+            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
+    release =
+        "DELETE FROM "
+            + s.inflight
+            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
+    extend =
+        "UPDATE "
+            + s.inflight
+            + " SET deadline_ms = GREATEST(deadline_ms, ?)"
+            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
+    heldWith =
+        "SELECT 1 FROM "
+            + s.inflight
+            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
     if (dialect == JdbcDialect.MARIADB) {
       String inflight = s.inflight;
       String mark =
@@ -200,23 +218,6 @@ final class PartitionedSql {
               + " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE token = VALUES(token),"
               + " since_ms = VALUES(since_ms), deadline_ms = VALUES(deadline_ms),"
               + " fingerprint = VALUES(fingerprint), result = VALUES(result)";
-      committedWith =
-          "SELECT 1 FROM "
-              + keys
-              + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
-      release =
-          "DELETE FROM "
-              + inflight
-              + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
-      extend =
-          "UPDATE "
-              + inflight
-              + " SET deadline_ms = GREATEST(deadline_ms, ?)"
-              + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
-      heldWith =
-          "SELECT 1 FROM "
-              + inflight
-              + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
       forget = "";
       forgetInflight =
           "DELETE FROM " + inflight + " WHERE scope = ? AND dedup_key = ? RETURNING deadline_ms";
@@ -319,23 +320,6 @@ final class PartitionedSql {
             + " (token, since_ms, deadline_ms, scope, dedup_key, fingerprint, result)"
             + " SELECT d.token, p.since_ms, p.deadline_ms, d.scope, d.dedup_key, d.fingerprint,"
             + " p.result FROM d, p";
-    committedWith =
-        "SELECT 1 FROM "
-            + keys
-            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
-    release =
-        "DELETE FROM "
-            + inflight
-            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
-    extend =
-        "UPDATE "
-            + inflight
-            + " SET deadline_ms = GREATEST(deadline_ms, ?)"
-            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
-    heldWith =
-        "SELECT 1 FROM "
-            + inflight
-            + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
     String mark = "(SELECT until_ms FROM " + s.swept + " WHERE id = 1)";
     forget =
         "WITH p AS (SELECT CAST(? AS varchar) AS scope, CAST(? AS bytea) AS k),"
