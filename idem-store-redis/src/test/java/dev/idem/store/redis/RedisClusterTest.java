@@ -19,9 +19,13 @@ import dev.idem.spi.SettleResult;
 import dev.idem.spi.StoreCapabilities;
 import dev.idem.spi.Ttl;
 import dev.idem.tck.DedupStoreContract;
+import io.lettuce.core.cluster.SlotHash;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Nested;
@@ -177,6 +181,75 @@ class RedisClusterTest {
 
   private static DedupKey key(long n) {
     return DedupKey.ofWords(n * 0x9E3779B97F4A7C15L, n, 0, n);
+  }
+
+  @Test
+  void compactShardsSpreadOverTheSlotsAndMastersByTheirHashTag() throws Exception {
+    // given 2,000 keys of one scope committed in batches of 100 in the compact layout with 64
+    // shards, one of them with a result too long to keep inline (so it has a result key next to
+    // its shard hash)
+    String prefix = SharedRedis.uniquePrefix();
+    int shards = 64;
+    CompactLayout layout = new CompactLayout(prefix, shards);
+    byte[] longResult = new byte[200];
+    try (RedisDedupStore store =
+        RedisDedupStore.builder(cluster.client())
+            .prefix(prefix)
+            .layout(RedisDedupStoreConfig.Layout.COMPACT)
+            .compactShards(shards)
+            .commandTimeout(Duration.ofSeconds(15))
+            .build()) {
+      for (int batch = 0; batch < 20; batch++) {
+        List<ReserveRequest> reserves = new ArrayList<>();
+        List<CommitRequest> commits = new ArrayList<>();
+        for (int n = batch * 100; n < batch * 100 + 100; n++) {
+          reserves.add(new ReserveRequest(SCOPE, key(n), null, n + 1, NOW, 60_000, TTL));
+          commits.add(
+              new CommitRequest(SCOPE, key(n), n + 1, NOW, TTL, n == 7 ? longResult : null));
+        }
+        assertThat(store.reserveAll(reserves)).allMatch(ReserveResult.Acquired.class::isInstance);
+        assertThat(store.commitAll(commits)).containsOnly(SettleResult.APPLIED);
+      }
+
+      // then each master holds a share of the 64 shard hashes, each hash on the slot of its tag
+      // {<scope>|<shard>} (so the shards of one scope use many slots, not one), and the long
+      // result's key sits on its shard hash's master
+      Set<Integer> slots = new HashSet<>();
+      long hashes = 0;
+      String pattern = new String(layout.scanPattern(SCOPE), StandardCharsets.UTF_8);
+      for (RedisProcess node : cluster.nodes()) {
+        List<String> found =
+            node.cli("--scan", "--pattern", pattern).lines().filter(l -> !l.isBlank()).toList();
+        long onNode = found.stream().filter(k -> k.endsWith(":h")).count();
+        assertThat(onNode).as("shard hashes on 127.0.0.1:" + node.port()).isGreaterThan(5);
+        hashes += onNode;
+        for (String k : found) {
+          int slot = SlotHash.getSlot(k);
+          String tag = k.substring(k.indexOf('{') + 1, k.indexOf('}'));
+          assertThat(slot).as(k).isEqualTo(SlotHash.getSlot(tag));
+          if (k.endsWith(":h")) {
+            slots.add(slot);
+          }
+        }
+      }
+      assertThat(hashes).isEqualTo(shards);
+      assertThat(slots).hasSizeGreaterThan(shards * 3 / 4);
+      String hashName = new String(layout.shardHash(SCOPE, key(7)), StandardCharsets.UTF_8);
+      String resultName = new String(layout.resultKey(SCOPE, key(7)), StandardCharsets.UTF_8);
+      RedisProcess any = cluster.nodes().get(0);
+      assertThat(any.cli("CLUSTER", "KEYSLOT", resultName))
+          .isEqualTo(any.cli("CLUSTER", "KEYSLOT", hashName))
+          .isEqualTo(Integer.toString(SlotHash.getSlot(hashName)));
+      ReserveResult hit =
+          store.reserve(new ReserveRequest(SCOPE, key(7), null, 9_999, NOW + 1, 60_000, TTL));
+      assertThat(((ReserveResult.Duplicate) hit).result()).isEqualTo(longResult);
+
+      // and clear reaches every master
+      assertThat(store.clear(SCOPE)).isEqualTo(2_000);
+      for (RedisProcess node : cluster.nodes()) {
+        assertThat(node.cli("--scan", "--pattern", pattern)).isEmpty();
+      }
+    }
   }
 
   @Test
