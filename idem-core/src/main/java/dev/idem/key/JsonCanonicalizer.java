@@ -257,14 +257,35 @@ final class JsonCanonicalizer {
         throw error("expected a member name (a string)");
       }
       int nameStart = outPos();
-      string();
-      int nameEnd = outPos();
+      int nameEnd = -1;
+      long prefix = -1;
+      int p = pos + 1;
+      if (p + 8 <= end) {
+        long x = (long) LONGS.get(in, p);
+        long flags = plainFlags(x);
+        int q = Long.numberOfTrailingZeros(flags) >>> 3;
+        if (flags == 0) {
+          // Eight plain bytes: the canonical name starts with them as they are.
+          string();
+          nameEnd = outPos();
+          prefix = Long.reverseBytes(x);
+        } else if (in[p + q] == '"') {
+          // A plain name of at most seven bytes, read and keyed with one load (most names).
+          pos = p + q + 1;
+          nameEnd = nameStart + q + 2;
+          prefix = Long.reverseBytes(x) & ~(-1L >>> (q << 3));
+        }
+      }
+      if (nameEnd < 0) {
+        string();
+        nameEnd = outPos();
+        // Before the value: a value that is rewritten flushes the name to the output just before,
+        // and reading eight bytes across those fresh stores stalls (no store-to-load forwarding).
+        prefix = namePrefix(nameStart, nameEnd);
+      }
       if (nameEnd - nameStart > longestName) {
         longestName = nameEnd - nameStart;
       }
-      // Before the value: a value that is rewritten flushes the name to the output just before,
-      // and reading eight bytes across those fresh stores stalls (no store-to-load forwarding).
-      long prefix = namePrefix(nameStart, nameEnd);
       skipWhitespace();
       if (pos >= end || in[pos] != ':') {
         throw error("expected ':' after a member name");
@@ -363,15 +384,7 @@ final class JsonCanonicalizer {
    */
   private static int scanPlain(byte[] in, int p, int end) {
     while (p + 8 <= end) {
-      long x = (long) LONGS.get(in, p);
-      long quote = x ^ 0x2222222222222222L;
-      long backslash = x ^ 0x5C5C5C5C5C5C5C5CL;
-      long flags =
-          (x
-                  | (x - 0x2020202020202020L)
-                  | ((quote - 0x0101010101010101L) & ~quote)
-                  | ((backslash - 0x0101010101010101L) & ~backslash))
-              & 0x8080808080808080L;
+      long flags = plainFlags((long) LONGS.get(in, p));
       if (flags != 0) {
         return p + (Long.numberOfTrailingZeros(flags) >>> 3);
       }
@@ -381,6 +394,20 @@ final class JsonCanonicalizer {
       p++;
     }
     return p;
+  }
+
+  /**
+   * Flags (high bit) the bytes of the little-endian word {@code x} that are not {@link #PLAIN}; the
+   * lowest flag is exact (see {@link #scanPlain}).
+   */
+  private static long plainFlags(long x) {
+    long quote = x ^ 0x2222222222222222L;
+    long backslash = x ^ 0x5C5C5C5C5C5C5C5CL;
+    return (x
+            | (x - 0x2020202020202020L)
+            | ((quote - 0x0101010101010101L) & ~quote)
+            | ((backslash - 0x0101010101010101L) & ~backslash))
+        & 0x8080808080808080L;
   }
 
   /** Validates one multi-byte UTF-8 sequence at {@code p} and returns the index after it. */
@@ -611,8 +638,20 @@ final class JsonCanonicalizer {
     flush(s);
     // The only output that can outgrow its input: keep room for the rest of the input.
     ensure(outLen + (p - s) + JsonNumbers.MAX_GROWTH + (end - p) + 64);
-    int o =
-        numbers.write(in, negative, intStart, intEnd, fracStart, fracEnd, exponent, out, outLen);
+    int o;
+    if (hasExponent && intEnd - intStart == 1 && in[intStart] != '0' && Math.abs(exponent) < 400) {
+      // D[.ddd]e±x, the way most exponents are written: no search for the significant digits.
+      int last = fracEnd;
+      while (last > fracStart && in[last - 1] == '0') {
+        last--;
+      }
+      if (last == fracStart) {
+        last = intEnd; // no fraction digit kept: drop the '.' too
+      }
+      o = JsonNumbers.writeScientific(in, negative, intStart, last, (int) exponent, out, outLen);
+    } else {
+      o = numbers.write(in, negative, intStart, intEnd, fracStart, fracEnd, exponent, out, outLen);
+    }
     if (o < 0) {
       pos = s;
       throw outOfRange(s, p);
@@ -810,8 +849,8 @@ final class JsonCanonicalizer {
     int regionStart = members[base];
     int regionEnd = members[memberTop - 1];
     int length = regionEnd - regionStart;
-    if (scratch.length < length + 8) {
-      scratch = new byte[Math.max(length + 8, scratch.length * 2)];
+    if (scratch.length < length + 32) {
+      scratch = new byte[Math.max(length + 32, scratch.length * 2)];
     }
     byte[] scratch = this.scratch;
     byte[] out = this.out;
@@ -821,9 +860,15 @@ final class JsonCanonicalizer {
       int m = order[i];
       int from = members[m] - regionStart;
       int len = members[m + 2] - members[m];
-      if (len <= 64 && w + len + 8 <= regionEnd) {
-        // A short member, not the last one: eight bytes at a time (cheaper than arraycopy at
-        // this size). The bytes written past it are rewritten by the comma and the next member.
+      // A short member, not the last one: eight bytes at a time (cheaper than arraycopy at this
+      // size). The bytes written past it are rewritten by the comma and the next members.
+      if (len <= 32 && w + 32 <= regionEnd) {
+        // Most members: four words whatever the length, no loop to mispredict.
+        LONGS.set(out, w, (long) LONGS.get(scratch, from));
+        LONGS.set(out, w + 8, (long) LONGS.get(scratch, from + 8));
+        LONGS.set(out, w + 16, (long) LONGS.get(scratch, from + 16));
+        LONGS.set(out, w + 24, (long) LONGS.get(scratch, from + 24));
+      } else if (len <= 64 && w + len + 8 <= regionEnd) {
         for (int k = 0; k < len; k += 8) {
           LONGS.set(out, w + k, (long) LONGS.get(scratch, from + k));
         }
@@ -838,88 +883,108 @@ final class JsonCanonicalizer {
   }
 
   /**
-   * The common case: an object whose names all start with distinct plain-ASCII 8-byte prefixes
-   * sorts by those prefixes alone (a sort over longs; equal prefixes compare the whole names).
-   * Fills {@link #order} (or sets {@code order[0] = -1} if the members are already in order) and
-   * returns true, or returns false if the general sort is needed.
+   * The common case: an object whose names all start with plain ASCII sorts by their 8-byte
+   * prefixes, packed with each member's index into one long (a sort of plain longs, no second
+   * array); members whose packed prefixes tie are then ordered by their whole names. Fills {@link
+   * #order} (or sets {@code order[0] = -1} if the members are already in order) and returns true,
+   * or returns false if the general sort is needed.
    */
   private boolean sortByPrefix(int base, int n) {
     long[] keys = this.keys;
-    int[] order = this.order;
     int first = base / 3;
     boolean sorted = true;
+    long previous = -1;
     for (int i = 0; i < n; i++) {
-      long key = prefixes[first + i];
-      if (key < 0) {
+      long prefix = prefixes[first + i];
+      if (prefix < 0) {
         return false; // not plain ASCII: the general sort decodes
       }
-      if (i > 0 && key <= keys[i - 1]) {
-        sorted = false;
+      if (prefix <= previous) {
+        sorted = false; // non-negative: signed order is unsigned order
       }
-      keys[i] = key; // non-negative: signed order is unsigned order
-      order[i] = base + 3 * i;
+      previous = prefix;
+      keys[i] = prefix;
     }
     if (sorted) {
       order[0] = -1;
       return true;
     }
-    if (n <= 32) {
-      insertionSortByPrefix(keys, order, 0, n);
+    // Every prefix byte is below 0x80, so the eight 7-bit bytes pack into 56 bits in the same
+    // order,
+    // which leaves the low byte for the member's index (more bits for a wider object, taken from
+    // the prefix's end: only more ties).
+    int indexBits = Math.max(8, 32 - Integer.numberOfLeadingZeros(n - 1));
+    long indexMask = (1L << indexBits) - 1;
+    for (int i = 0; i < n; i++) {
+      keys[i] = ((pack7(keys[i]) << 8) & ~indexMask | i) ^ Long.MIN_VALUE;
+    }
+    if (n <= 64) {
+      // Cheap moves of one long each; on names in another order (ids in numeric order, say) it
+      // beats a merge sort's unpredictable merges, though not on shuffled names past ~40.
+      insertionSort(keys, 0, n);
     } else {
-      // Wide objects (e.g. a map of ids): an insertion sort's moves grow with n^2.
-      mergeSortByPrefix(keys, order, 0, n);
+      // Wider objects: an insertion sort's moves grow with n^2.
+      mergeSort(keys, keysTmp, 0, n);
+    }
+    int[] order = this.order;
+    int tieStart = 0;
+    for (int i = 0; i < n; i++) {
+      order[i] = base + 3 * (int) (keys[i] & indexMask);
+      if (i > 0 && ((keys[i] ^ keys[i - 1]) & ~indexMask) != 0) {
+        if (i - tieStart > 1) {
+          mergeSort(order, orderTmp, tieStart, i); // a shared prefix: compare the whole names
+        }
+        tieStart = i;
+      }
+    }
+    if (n - tieStart > 1) {
+      mergeSort(order, orderTmp, tieStart, n);
     }
     return true;
   }
 
-  /** Sorts {@code keys[from, to)} and {@code order} with them; ties compare the whole names. */
-  private void insertionSortByPrefix(long[] keys, int[] order, int from, int to) {
+  /**
+   * Packs a sort prefix whose eight bytes are all below 0x80 into its low 56 bits, dropping each
+   * byte's (zero) high bit: unsigned order is kept.
+   */
+  private static long pack7(long x) {
+    x = (x & 0x007F007F007F007FL) | ((x & 0x7F007F007F007F00L) >>> 1);
+    x = (x & 0x00003FFF00003FFFL) | ((x & 0x3FFF00003FFF0000L) >>> 2);
+    return (x & 0x000000000FFFFFFFL) | ((x & 0x0FFFFFFF00000000L) >>> 4);
+  }
+
+  private static void insertionSort(long[] a, int from, int to) {
     for (int i = from + 1; i < to; i++) {
-      long key = keys[i];
-      int member = order[i];
+      long v = a[i];
       int j = i - 1;
-      // A shared prefix (e.g. shipping_address, shipping_lines) compares the whole names, which
-      // also catches duplicates.
-      while (j >= from
-          && (keys[j] > key || (keys[j] == key && compareMembers(order[j], member) > 0))) {
-        keys[j + 1] = keys[j];
-        order[j + 1] = order[j];
+      while (j >= from && a[j] > v) {
+        a[j + 1] = a[j];
         j--;
       }
-      keys[j + 1] = key;
-      order[j + 1] = member;
+      a[j + 1] = v;
     }
   }
 
-  /**
-   * Stable merge sort of {@code keys[from, to)} with {@code order}; ties compare the whole names
-   * (two equal names end up adjacent, so they are compared somewhere and found as duplicates).
-   */
-  private void mergeSortByPrefix(long[] keys, int[] order, int from, int to) {
+  /** Merge sort of distinct longs; insertion sort for short runs. */
+  private static void mergeSort(long[] a, long[] tmp, int from, int to) {
     if (to - from <= 16) {
-      insertionSortByPrefix(keys, order, from, to);
+      insertionSort(a, from, to);
       return;
     }
     int mid = (from + to) >>> 1;
-    mergeSortByPrefix(keys, order, from, mid);
-    mergeSortByPrefix(keys, order, mid, to);
-    if (keys[mid - 1] < keys[mid]) {
+    mergeSort(a, tmp, from, mid);
+    mergeSort(a, tmp, mid, to);
+    if (a[mid - 1] < a[mid]) {
       return;
     }
-    long[] kt = keysTmp;
-    int[] ot = orderTmp;
-    System.arraycopy(keys, from, kt, from, to - from);
-    System.arraycopy(order, from, ot, from, to - from);
+    System.arraycopy(a, from, tmp, from, to - from);
     int i = from;
     int j = mid;
     for (int k = from; k < to; k++) {
-      if (j >= to
-          || (i < mid && (kt[i] < kt[j] || (kt[i] == kt[j] && compareMembers(ot[i], ot[j]) < 0)))) {
-        keys[k] = kt[i];
-        order[k] = ot[i++];
+      if (j >= to || (i < mid && tmp[i] < tmp[j])) {
+        a[k] = tmp[i++];
       } else {
-        keys[k] = kt[j];
-        order[k] = ot[j++];
+        a[k] = tmp[j++];
       }
     }
   }

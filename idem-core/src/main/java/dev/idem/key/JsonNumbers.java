@@ -71,6 +71,73 @@ final class JsonNumbers {
     }
   }
 
+  /**
+   * Writes the canonical form of a number written in scientific notation, {@code D[.ddd]e±x} with
+   * one non-zero integer digit {@code D} at {@code in[digit]} (so its fraction, if any, starts at
+   * {@code digit + 2}): the same bytes as {@link #write(byte[], boolean, int, int, int, int, long,
+   * byte[], int) write}, without its general scans, as the digits are contiguous and the first is
+   * significant.
+   *
+   * @param last the index after the fraction's last non-zero digit ({@code digit + 1} if none)
+   * @param exponent the exponent as written, at most {@link #MAX_EXPONENT} in magnitude
+   * @return the index after the written bytes, or -1 if the number is out of range
+   */
+  static int writeScientific(
+      byte[] in, boolean negative, int digit, int last, int exponent, byte[] out, int o) {
+    if (exponent < MIN_EXPONENT || exponent > MAX_EXPONENT) {
+      return -1;
+    }
+    if (negative) {
+      out[o++] = '-';
+    }
+    int fraction = last == digit + 1 ? 0 : last - digit - 2; // fraction digits kept
+    int n = exponent + 1; // the value is 0.D x 10^n, with 1 + fraction significant digits
+    if (n >= 1 + fraction && n <= PLAIN_DIGITS) {
+      out[o++] = in[digit];
+      for (int i = 0; i < fraction; i++) {
+        out[o++] = in[digit + 2 + i];
+      }
+      for (int i = 1 + fraction; i < n; i++) {
+        out[o++] = '0';
+      }
+    } else if (n > 0 && n <= PLAIN_DIGITS) {
+      out[o++] = in[digit];
+      for (int i = 0; i < n - 1; i++) {
+        out[o++] = in[digit + 2 + i];
+      }
+      out[o++] = '.';
+      for (int i = n - 1; i < fraction; i++) {
+        out[o++] = in[digit + 2 + i];
+      }
+    } else if (n > -6 && n <= 0) {
+      out[o++] = '0';
+      out[o++] = '.';
+      for (int i = n; i < 0; i++) {
+        out[o++] = '0';
+      }
+      out[o++] = in[digit];
+      for (int i = 0; i < fraction; i++) {
+        out[o++] = in[digit + 2 + i];
+      }
+    } else {
+      // The mantissa as written, less its fraction's trailing zeros (and a '.' left bare).
+      for (int i = digit; i < last; i++) {
+        out[o++] = in[i];
+      }
+      out[o++] = 'e';
+      out[o++] = (byte) (exponent < 0 ? '-' : '+');
+      int e = Math.abs(exponent);
+      if (e >= 100) {
+        out[o++] = (byte) ('0' + e / 100);
+      }
+      if (e >= 10) {
+        out[o++] = (byte) ('0' + (e / 10) % 10);
+      }
+      out[o++] = (byte) ('0' + e % 10);
+    }
+    return o;
+  }
+
   private int write(int total, boolean negative, long exponent, byte[] out, int o) {
     // The integer part has no leading zeros in JSON unless it is "0"; the scans run over each part
     // directly rather than through digit(i).
