@@ -918,12 +918,10 @@ final class JsonCanonicalizer {
     for (int i = 0; i < n; i++) {
       keys[i] = ((pack7(keys[i]) << 8) & ~indexMask | i) ^ Long.MIN_VALUE;
     }
-    if (n <= 64) {
-      // Cheap moves of one long each; on names in another order (ids in numeric order, say) it
-      // beats a merge sort's unpredictable merges, though not on shuffled names past ~40.
+    if (n <= 32) {
       insertionSort(keys, 0, n);
     } else {
-      // Wider objects: an insertion sort's moves grow with n^2.
+      // Wide objects (e.g. a map of ids): an insertion sort's moves grow with n^2.
       mergeSort(keys, keysTmp, 0, n);
     }
     int[] order = this.order;
