@@ -54,9 +54,10 @@ import org.slf4j.LoggerFactory;
  * <p>The reservation is settled in one place ({@link #settle}): committed when the work is done
  * (sync: after delivery; async: the key's commit and the outbox entries written together), released
  * when it failed or the transform dropped the event, fan-out children settled there too. While the
- * work runs, a renewal timer extends the reservation's lease every third of the lease, so a short
- * lease (the service's default is {@link dev.idem.server.config.DedupSettings#DEFAULT_LEASE})
- * bounds how long a dead instance blocks a key, and long work on a live one keeps its key.
+ * work runs, one shared sweep ({@code LeaseRenewals}) extends the reservation's lease once a third
+ * of the lease has passed since its last renewal (so before half of it has run), so a short lease
+ * (the service's default is {@link dev.idem.server.config.DedupSettings#DEFAULT_LEASE}) bounds how
+ * long a dead instance blocks a key, and long work on a live one keeps its key.
  *
  * <p>The body is read once ({@link JsonBodyCheck#read}: validated with one depth limit and put in
  * canonical form in the same pass) before anything else looks at it; the key, the ordering key, the
