@@ -7,6 +7,12 @@
 #   idem-benchmarks/scripts/service-bench.sh            # defaults below; needs wrk (apt-get install wrk)
 #   DURATION=30s CONNECTIONS=64 ROUNDS=2 idem-benchmarks/scripts/service-bench.sh
 #   TARGETS="bare memory" idem-benchmarks/scripts/service-bench.sh   # skip RocksDB
+#   IDEM_JAR_B=/tmp/idem-before.jar TARGETS="bare memory memory-b rocksdb rocksdb-b" \
+#     idem-benchmarks/scripts/service-bench.sh   # before/after in the same run: *-b use IDEM_JAR_B
+#
+# Besides req/s, each row has the JVM's CPU time per request during the full-load run
+# (user + system from /proc/PID/stat, divided by the requests wrk completed), which depends far
+# less on the machine's load than req/s does.
 #
 # Idem's pipeline: key source.id, sliding 1h window, sync delivery to a JSON-lines file in a temp
 # directory (no network hop downstream: the figure is ingress + JSON check + key + dedup + delivery
@@ -20,6 +26,8 @@ WARMUP="${WARMUP:-15s}"
 THREADS="${THREADS:-2}"
 CONNECTIONS="${CONNECTIONS:-32}"
 ROUNDS="${ROUNDS:-2}"
+HALF="${HALF:-1}"   # 0: skip the half-rate latency runs (req/s and CPU per request only)
+RATE="${RATE:-}"    # req/s: pace the second run of every target at this rate instead of half its maximum
 TARGETS="${TARGETS:-bare memory rocksdb}"   # e.g. TARGETS="bare memory" for the memory store only
 JVM_OPTS="${JVM_OPTS:--Xms512m -Xmx1g -XX:+UseParallelGC}"
 PORT_BARE="${PORT_BARE:-18090}"
@@ -29,6 +37,7 @@ lua="$root/idem-benchmarks/scripts/service-dup50.lua"
 command -v wrk >/dev/null || { echo "service-bench: wrk is missing; apt-get install -y wrk" >&2; exit 2; }
 java="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 jar="$root/idem-server/target/idem.jar"
+jar_b="${IDEM_JAR_B:-}"   # the jar of the *-b targets (e.g. a build of main kept in /tmp)
 if [ ! -f "$jar" ] || [ ! -d "$root/idem-benchmarks/target/classes/dev/idem/benchmarks" ] || [ "${REBUILD:-0}" = 1 ]; then
   ./mvnw -B -q -pl idem-server,idem-benchmarks -am package -DskipTests
 fi
@@ -68,14 +77,19 @@ start() { # $1 = target
       "$java" $JVM_OPTS -cp "$jar:$root/idem-benchmarks/target/classes" \
         dev.idem.benchmarks.ServiceBareEndpoint "$PORT_BARE" 2>"$work/bare.log" &
       pid=$!; url="http://127.0.0.1:$PORT_BARE/hooks/bench"; wait_up "$url" ;;
-    memory|rocksdb)
-      rm -f "$work/delivered-$1.jsonl"
-      if [ "$1" = rocksdb ]; then
+    memory|rocksdb|memory-b|rocksdb-b)
+      local store="${1%-b}" use="$jar"
+      if [ "$store" != "$1" ]; then
+        [ -n "$jar_b" ] || { echo "service-bench: $1 needs IDEM_JAR_B" >&2; exit 2; }
+        use="$jar_b"
+      fi
+      rm -f "$work/delivered-$store.jsonl"
+      if [ "$store" = rocksdb ]; then
         rm -rf "$work/data"
         config "{ type: rocksdb, path: $work/data, durability: group-commit }" rocksdb > "$work/rocksdb.yaml"
       fi
-      JAVA_OPTS="$JVM_OPTS" IDEM_LOG_LEVEL=warn "$root/bin/idem" serve --config "$work/$1.yaml" \
-        >/dev/null 2>"$work/$1.log" &
+      IDEM_JAR="$use" JAVA_OPTS="$JVM_OPTS" IDEM_LOG_LEVEL=warn "$root/bin/idem" serve \
+        --config "$work/$store.yaml" >/dev/null 2>"$work/$1.log" &
       pid=$!; url="http://127.0.0.1:$PORT_IDEM/hooks/bench"; wait_up "http://127.0.0.1:$PORT_IDEM/health" ;;
   esac
 }
@@ -94,27 +108,45 @@ run_wrk() { # $1 = url, $2 = prefix, $3 = duration, $4 = delay ms (CONNECTIONS m
 
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 
+cpu_ticks() { # user + system clock ticks of process $1 (bin/idem execs java, so $pid is the JVM)
+  awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
 echo "# service benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "# java: $("$java" -version 2>&1 | head -1); wrk -t$THREADS -c$CONNECTIONS -d$DURATION; JVM_OPTS=$JVM_OPTS"
 echo "# cores: $(nproc)"
-printf '%-5s %-8s %10s %8s %8s %7s | %9s %8s %8s %7s | %s\n' \
-  round target max_rps p50_ms p99_ms non2xx half_rps p50_ms p99_ms non2xx loadavg_before
+printf '%-5s %-9s %10s %8s %8s %7s %11s | %9s %8s %8s %7s %11s | %s\n' \
+  round target max_rps p50_ms p99_ms non2xx cpu_us/req half_rps p50_ms p99_ms non2xx cpu_us/req \
+  loadavg_before
 for round in $(seq 1 "$ROUNDS"); do
   for target in $TARGETS; do
     load="$(cut -d' ' -f1-3 /proc/loadavg)"
     start "$target"
     run_wrk "$url" "warm$round$target" "$WARMUP" 0 >/dev/null
+    ticks="$(cpu_ticks "$pid")"
     max="$(run_wrk "$url" "max$round$target" "$DURATION" 0)"
+    ticks="$(( $(cpu_ticks "$pid") - ticks ))"
     rps="$(field rps "$max")"
+    cpu="$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$(field requests "$max")" \
+      'BEGIN { printf "%.1f", (n > 0 ? t / hz * 1e6 / n : 0) }')"
     # Half the maximum rate, paced: HALF_CONNECTIONS connections each send one request every
     # 8 ms (wrk's delay() has whole-millisecond resolution, so the period must be several ms).
-    half_c="$(awk -v r="$rps" 'BEGIN { c = int(r / 2 * 8 / 1000 + 0.5); printf "%d", (c < 1 ? 1 : c) }')"
+    half_c="$(awk -v r="${RATE:-$rps}" -v f="${RATE:+1}" \
+      'BEGIN { c = int(r / (f ? 1 : 2) * 8 / 1000 + 0.5); printf "%d", (c < 1 ? 1 : c) }')"
     pace="$(awk -v p="$(field p50_us "$max")" 'BEGIN { d = 8 - p / 1000; printf "%d", (d < 1 ? 1 : d + 0.5) }')"
-    half="$(CONNECTIONS="$half_c" run_wrk "$url" "half$round$target" "$DURATION" "$pace")"
+    half="RESULT rps=0 p50_us=0 p99_us=0 non2xx=0"
+    half_cpu="-"
+    if [ "$HALF" != 0 ]; then
+      ticks="$(cpu_ticks "$pid")"
+      half="$(CONNECTIONS="$half_c" run_wrk "$url" "half$round$target" "$DURATION" "$pace")"
+      ticks="$(( $(cpu_ticks "$pid") - ticks ))"
+      half_cpu="$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$(field requests "$half")" \
+        'BEGIN { printf "%.1f", (n > 0 ? t / hz * 1e6 / n : 0) }')"
+    fi
     stop
-    printf '%-5s %-8s %10s %8.2f %8.2f %7s | %9s %8.2f %8.2f %7s | %s\n' "$round" "$target" \
+    printf '%-5s %-9s %10s %8.2f %8.2f %7s %11s | %9s %8.2f %8.2f %7s %11s | %s\n' "$round" "$target" \
       "$rps" "$(bc -l <<<"$(field p50_us "$max")/1000")" "$(bc -l <<<"$(field p99_us "$max")/1000")" \
-      "$(field non2xx "$max")" "$(field rps "$half")" "$(bc -l <<<"$(field p50_us "$half")/1000")" \
-      "$(bc -l <<<"$(field p99_us "$half")/1000")" "$(field non2xx "$half")" "$load"
+      "$(field non2xx "$max")" "$cpu" "$(field rps "$half")" "$(bc -l <<<"$(field p50_us "$half")/1000")" \
+      "$(bc -l <<<"$(field p99_us "$half")/1000")" "$(field non2xx "$half")" "$half_cpu" "$load"
   done
 done

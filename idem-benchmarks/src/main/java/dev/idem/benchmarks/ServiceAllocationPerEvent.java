@@ -51,8 +51,13 @@ public final class ServiceAllocationPerEvent {
         ServiceAssembly.assemble(config, new DefaultEdge(), TimeSource.system())) {
       WebhookSource hook = runtime.webhooks().get(0);
       long driver = 0;
+      long driverCpu = 0;
+      com.sun.management.OperatingSystemMXBean os =
+          (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
       for (String phase : new String[] {"warm1", "warm2", "driver", "measure"}) {
         long before = threads.getCurrentThreadAllocatedBytes();
+        long cpuBefore = threads.getCurrentThreadCpuTime();
+        long processBefore = os.getProcessCpuTime();
         int accepted = 0;
         for (int n = 1; n <= events; n++) {
           int id = n % 2 == 0 && n > 1001 ? n - 1001 : n;
@@ -68,13 +73,26 @@ public final class ServiceAllocationPerEvent {
           }
         }
         long bytes = threads.getCurrentThreadAllocatedBytes() - before;
+        long cpu = threads.getCurrentThreadCpuTime() - cpuBefore;
+        long process = os.getProcessCpuTime() - processBefore;
         if (phase.equals("driver")) {
           driver = bytes;
+          driverCpu = cpu;
         } else if (phase.equals("measure")) {
+          // CPU time depends on the machine far less than elapsed time does, but more than the
+          // allocation count: other processes still evict the caches and share the cores' time.
           System.out.printf(
               "events=%d accepted=%d bytes/event=%.0f (the service's, after the driver's own %.0f"
-                  + " bytes/event for making the body)%n",
-              events, accepted, (double) (bytes - driver) / events, (double) driver / events);
+                  + " bytes/event for making the body) thread_cpu_ns/event=%.0f"
+                  + " process_cpu_ns/event=%.0f (driver's own %.0f, not subtracted from the"
+                  + " process figure)%n",
+              events,
+              accepted,
+              (double) (bytes - driver) / events,
+              (double) driver / events,
+              (double) (cpu - driverCpu) / events,
+              (double) process / events,
+              (double) driverCpu / events);
         }
       }
     } finally {

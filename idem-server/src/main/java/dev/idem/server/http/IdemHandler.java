@@ -344,19 +344,22 @@ public final class IdemHandler extends Handler.Abstract {
   private static void write(Response response, Answer a, Callback callback) {
     response.setStatus(a.status());
     HttpFields.Mutable h = response.getHeaders();
-    // Nothing set Content-Type before (then add, which needs no search of the fields); the JSON
-    // type, which nearly every answer has, is one field encoded once.
+    // With no field set yet (the usual case) add, which neither searches the fields nor makes an
+    // iterator; the JSON type, which nearly every answer has, is one field encoded once.
     HttpField type =
         Answer.JSON.equals(a.contentType())
             ? JSON_TYPE
             : new HttpField(HttpHeader.CONTENT_TYPE, a.contentType());
-    if (h.contains(HttpHeader.CONTENT_TYPE)) {
-      h.put(type);
-    } else {
+    if (h.size() == 0) {
       h.add(type);
+    } else {
+      h.put(type);
     }
-    for (Map.Entry<String, String> e : a.headers().entrySet()) {
-      h.put(new HttpField(e.getKey(), e.getValue()));
+    Map<String, String> extra = a.headers();
+    if (!extra.isEmpty()) {
+      for (Map.Entry<String, String> e : extra.entrySet()) {
+        h.put(new HttpField(e.getKey(), e.getValue()));
+      }
     }
     response.write(true, ByteBuffer.wrap(a.body()), callback);
   }

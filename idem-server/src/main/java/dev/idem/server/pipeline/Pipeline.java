@@ -24,6 +24,7 @@ import dev.idem.server.transform.Transform;
 import dev.idem.server.transform.TransformException;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxStore;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
@@ -53,9 +54,10 @@ import org.slf4j.LoggerFactory;
  * <p>The reservation is settled in one place ({@link #settle}): committed when the work is done
  * (sync: after delivery; async: the key's commit and the outbox entries written together), released
  * when it failed or the transform dropped the event, fan-out children settled there too. While the
- * work runs, a renewal timer extends the reservation's lease every third of the lease, so a short
- * lease (the service's default is {@link dev.idem.server.config.DedupSettings#DEFAULT_LEASE})
- * bounds how long a dead instance blocks a key, and long work on a live one keeps its key.
+ * work runs, one shared sweep ({@code LeaseRenewals}) extends the reservation's lease once a third
+ * of the lease has passed since its last renewal (so before half of it has run), so a short lease
+ * (the service's default is {@link dev.idem.server.config.DedupSettings#DEFAULT_LEASE}) bounds how
+ * long a dead instance blocks a key, and long work on a live one keeps its key.
  *
  * <p>The body is read once ({@link JsonBodyCheck#read}: validated with one depth limit and put in
  * canonical form in the same pass) before anything else looks at it; the key, the ordering key, the
@@ -107,6 +109,7 @@ public final class Pipeline {
   private final IdemMetrics.@Nullable PipelineMeters meters;
   private final TimeSource time;
   private final @Nullable ScheduledExecutorService renewals;
+  private final @Nullable LeaseRenewals leases;
   private final boolean replay;
   private final boolean async;
   private final boolean batchCommits;
@@ -130,6 +133,11 @@ public final class Pipeline {
     this.meters = b.meters;
     this.time = b.time;
     this.renewals = b.renewals;
+    this.leases =
+        renewals == null || dedup == null
+            ? null
+            : new LeaseRenewals(
+                renewals, dedup.config().lease().toMillis() / 3, time, this::renewHeld);
     this.replay = settings.dedup() != null && settings.dedup().mode() == DedupMode.REPLAY;
     this.async = settings.deliver().mode() == DeliveryMode.ASYNC;
     this.batchCommits = b.batchCommits;
@@ -235,8 +243,31 @@ public final class Pipeline {
    * @return {@code <pipeline>:<64 hex digits>}
    */
   public static String idempotencyKey(String pipeline, DedupKey key) {
-    return pipeline + ":" + key.toHex();
+    int n = pipeline.length();
+    for (int i = 0; i < n; i++) {
+      if (pipeline.charAt(i) > 0xFF) {
+        return pipeline + ":" + key.toHex();
+      }
+    }
+    // One Latin-1 array and the string's own copy of it, instead of the hex digits' char array,
+    // their string and the concatenation.
+    byte[] b = new byte[n + 1 + 64];
+    for (int i = 0; i < n; i++) {
+      b[i] = (byte) pipeline.charAt(i);
+    }
+    b[n] = ':';
+    for (int w = 0; w < 4; w++) {
+      long v = key.word(w);
+      int at = n + 1 + w * 16;
+      for (int i = 15; i >= 0; i--) {
+        b[at + i] = HEX_DIGITS[(int) (v & 0xF)];
+        v >>>= 4;
+      }
+    }
+    return new String(b, StandardCharsets.ISO_8859_1);
   }
+
+  private static final byte[] HEX_DIGITS = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
 
   /**
    * Processes one event: the pipeline's single entry point for every source.
@@ -596,31 +627,31 @@ public final class Pipeline {
     if (leaseRanOut(r)) {
       return settle(r, key, Step.leaseExpired("before processing (the reserve was slow)", 0));
     }
-    ScheduledFuture<?> renewal = startRenewal(r, key);
+    // Extends the lease every third of it while the work runs (one shared sweep, see
+    // LeaseRenewals); a renewal that finds the lease lost stops, and the work then sees the lease
+    // ran out at its next check and delivers nothing more.
+    LeaseRenewals.Held held = held(r, key);
     try {
       return run(event, key, r);
     } finally {
-      if (renewal != null) {
-        renewal.cancel(false);
+      if (held != null) {
+        held.close();
       }
     }
   }
 
-  /**
-   * Extends the lease every third of it while the work runs; a renewal that finds the lease lost
-   * stops (the work then sees the lease ran out at its next check and delivers nothing more).
-   */
-  private @Nullable ScheduledFuture<?> startRenewal(Reservation r, DedupKey key) {
-    ScheduledExecutorService timer = renewals;
-    Deduplicator d = dedup;
-    if (timer == null || d == null) {
-      return null;
-    }
-    long every = Math.max(1, d.config().lease().toMillis() / 3);
+  private LeaseRenewals.@Nullable Held held(Reservation r, DedupKey key) {
+    LeaseRenewals set = leases;
+    return set == null ? null : set.hold(r, key);
+  }
+
+  /** Renews one running reservation for the shared sweep; false when it must stop. */
+  private boolean renewHeld(Reservation r, DedupKey key) {
     try {
-      return timer.scheduleWithFixedDelay(() -> renew(r, key), every, every, TimeUnit.MILLISECONDS);
-    } catch (RejectedExecutionException e) {
-      return null; // shutting down: the lease alone bounds the work
+      renew(r, key);
+      return true;
+    } catch (CancellationException e) {
+      return false;
     }
   }
 

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import org.jspecify.annotations.Nullable;
 import org.rocksdb.RocksDB;
@@ -22,6 +23,12 @@ import org.rocksdb.WriteOptions;
  * key's lock and are about to join ({@link #announce()}), so steady concurrent load forms large
  * groups while a lone writer never waits.
  *
+ * <p>Each waiting writer parks on its own and is woken only when its step is written, or when it is
+ * handed the lead: a leader that finishes wakes the writers of its group and the first writer of
+ * the next group (which leads it), never the whole queue. (A shared condition woke every writer of
+ * the next group after each sync only for all but one of them to park again: one wasted context
+ * switch per waiting writer per sync.)
+ *
  * <p>A group's batch is written unsynced and then synced with {@code SyncWAL}, so its changes are
  * visible a moment before they are durable; its writers return only after the sync, and the store
  * holds each committing key's lock until then, so no answer given under that lock rests on a commit
@@ -36,7 +43,6 @@ final class Writer implements AutoCloseable {
 
   // Group commit state, guarded by lock.
   private final ReentrantLock lock = new ReentrantLock();
-  private final Condition finished = lock.newCondition();
   private final Condition arrived = lock.newCondition();
   private ArrayList<Pending> queue = new ArrayList<>();
   private boolean leaderActive;
@@ -117,7 +123,8 @@ final class Writer implements AutoCloseable {
   }
 
   private void submit(@Nullable Mutations step, boolean announced) throws RocksDBException {
-    Pending mine = new Pending(step);
+    Pending mine = new Pending(step, Thread.currentThread());
+    boolean leading;
     lock.lock();
     try {
       queue.add(mine);
@@ -125,24 +132,44 @@ final class Writer implements AutoCloseable {
         preparing.decrementAndGet();
         arrived.signal();
       }
-      while (!mine.done && leaderActive) {
-        finished.awaitUninterruptibly();
-      }
-      if (!mine.done) {
+      leading = !leaderActive;
+      if (leading) {
         leaderActive = true;
       }
     } finally {
       lock.unlock();
     }
-    if (!mine.done) {
-      lead();
+    if (!leading) {
+      leading = awaitTurn(mine);
+    }
+    if (leading) {
+      lead(mine);
     }
     if (mine.error != null) {
       throw mine.error;
     }
   }
 
-  private void lead() {
+  /**
+   * Parks until the step is written (false) or the lead is handed over (true); uninterruptible,
+   * like a write the caller cannot abandon, and the interrupt is kept for the caller.
+   */
+  private static boolean awaitTurn(Pending mine) {
+    boolean interrupted = false;
+    int state;
+    while ((state = mine.state) == Pending.WAITING) {
+      LockSupport.park(mine);
+      if (Thread.interrupted()) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    return state == Pending.LEAD;
+  }
+
+  private void lead(Pending self) {
     ArrayList<Pending> group;
     RocksDBException error = null;
     lock.lock();
@@ -188,16 +215,22 @@ final class Writer implements AutoCloseable {
         // the writers it covered must not believe their steps were written.
         error = new RocksDBException("the group-commit leader failed before its write completed");
       }
+      Pending next;
       lock.lock();
       try {
-        for (Pending p : group) {
-          p.error = error;
-          p.done = true;
-        }
-        leaderActive = false;
-        finished.signalAll();
+        next = queue.isEmpty() ? null : queue.get(0);
+        if (next == null) {
+          leaderActive = false;
+        } // else the lead passes to next, still active: no writer can start a second group
       } finally {
         lock.unlock();
+      }
+      for (Pending p : group) {
+        p.error = error;
+        p.finish(Pending.DONE, p != self);
+      }
+      if (next != null) {
+        next.finish(Pending.LEAD, true);
       }
     }
   }
@@ -211,12 +244,25 @@ final class Writer implements AutoCloseable {
 
   /** One writer waiting in the group-commit queue; a null step only waits for a sync. */
   private static final class Pending {
-    final @Nullable Mutations step;
-    boolean done;
-    @Nullable RocksDBException error;
+    static final int WAITING = 0;
+    static final int DONE = 1;
+    static final int LEAD = 2;
 
-    Pending(@Nullable Mutations step) {
+    final @Nullable Mutations step;
+    final Thread thread;
+    volatile int state = WAITING;
+    @Nullable RocksDBException error; // written before state, read after it
+
+    Pending(@Nullable Mutations step, Thread thread) {
       this.step = step;
+      this.thread = thread;
+    }
+
+    void finish(int to, boolean wake) {
+      state = to;
+      if (wake) {
+        LockSupport.unpark(thread);
+      }
     }
   }
 }
