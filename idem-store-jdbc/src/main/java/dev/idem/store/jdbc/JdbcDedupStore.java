@@ -220,56 +220,59 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
    */
   private ReserveResult reservePartitioned(Connection c, ReserveRequest r) throws SQLException {
     PartitionedSql p = Objects.requireNonNull(psql);
+    // MariaDB: START TRANSACTION ... COMMIT, not autocommit off and on (one round trip fewer).
+    boolean explicit = p.dialect == JdbcDialect.MARIADB;
     for (int round = 0; round < MAX_RACE_ROUNDS; round++) {
+      SqlExecutor.Work<Object> attempt =
+          tx -> {
+            boolean inserted;
+            try (PreparedStatement ps = tx.prepareStatement(sql.insertAbsent)) {
+              bindInsertAbsent(ps, 1, r);
+              inserted = ps.executeUpdate() == 1;
+            }
+            if (!inserted && p.dialect == JdbcDialect.MARIADB) {
+              // InnoDB's duplicate check left a shared lock on the in-flight row; asking for
+              // the exclusive one below while holding it is how two reservers deadlock.
+              SqlExecutor.restart(tx, explicit);
+            }
+            if (inserted) {
+              StoredEntry latest = selectLive(tx, p, r.scope(), r.key());
+              if (latest == null) {
+                return DedupStateMachine.reserve(null, r).answer();
+              }
+              if (latest.isDeadAt(r.nowMillis())) {
+                // The in-flight row replaces an expired committed one: remove that.
+                try (PreparedStatement ps = tx.prepareStatement(p.deleteDead)) {
+                  ps.setString(1, r.scope().toString());
+                  ps.setBytes(2, r.key().toBytes());
+                  ps.setLong(3, latest.deadlineMillis());
+                  ps.setLong(4, r.nowMillis());
+                  ps.executeUpdate();
+                }
+                return DedupStateMachine.reserve(latest, r).answer();
+              }
+              SqlExecutor.restart(tx, explicit);
+              return latest;
+            }
+            StoredEntry current = selectEntry(tx, sql.selectForUpdate, r.scope(), r.key());
+            if (current == null) {
+              return null; // committed, released or forgotten since the insert: again
+            }
+            DedupStateMachine.Transition<ReserveResult> t = DedupStateMachine.reserve(current, r);
+            if (t.changed()) {
+              StoredEntry next = Objects.requireNonNull(t.next());
+              if (next.state() != StoredEntry.State.IN_FLIGHT) {
+                throw new StoreException(
+                    "reserve of " + r.key() + " on " + description + " would commit a key");
+              }
+              writeLocked(tx, r.scope(), r.key(), next);
+            }
+            return t.answer();
+          };
       Object outcome =
-          SqlExecutor.inTransaction(
-              c,
-              tx -> {
-                boolean inserted;
-                try (PreparedStatement ps = tx.prepareStatement(sql.insertAbsent)) {
-                  bindInsertAbsent(ps, 1, r);
-                  inserted = ps.executeUpdate() == 1;
-                }
-                if (!inserted && p.dialect == JdbcDialect.MARIADB) {
-                  // InnoDB's duplicate check left a shared lock on the in-flight row; asking for
-                  // the exclusive one below while holding it is how two reservers deadlock.
-                  tx.rollback();
-                }
-                if (inserted) {
-                  StoredEntry latest = selectLive(tx, p, r.scope(), r.key());
-                  if (latest == null) {
-                    return DedupStateMachine.reserve(null, r).answer();
-                  }
-                  if (latest.isDeadAt(r.nowMillis())) {
-                    // The in-flight row replaces an expired committed one: remove that.
-                    try (PreparedStatement ps = tx.prepareStatement(p.deleteDead)) {
-                      ps.setString(1, r.scope().toString());
-                      ps.setBytes(2, r.key().toBytes());
-                      ps.setLong(3, latest.deadlineMillis());
-                      ps.setLong(4, r.nowMillis());
-                      ps.executeUpdate();
-                    }
-                    return DedupStateMachine.reserve(latest, r).answer();
-                  }
-                  tx.rollback();
-                  return latest;
-                }
-                StoredEntry current = selectEntry(tx, sql.selectForUpdate, r.scope(), r.key());
-                if (current == null) {
-                  return null; // committed, released or forgotten since the insert: again
-                }
-                DedupStateMachine.Transition<ReserveResult> t =
-                    DedupStateMachine.reserve(current, r);
-                if (t.changed()) {
-                  StoredEntry next = Objects.requireNonNull(t.next());
-                  if (next.state() != StoredEntry.State.IN_FLIGHT) {
-                    throw new StoreException(
-                        "reserve of " + r.key() + " on " + description + " would commit a key");
-                  }
-                  writeLocked(tx, r.scope(), r.key(), next);
-                }
-                return t.answer();
-              });
+          explicit
+              ? SqlExecutor.inExplicitTransaction(c, attempt)
+              : SqlExecutor.inTransaction(c, attempt);
       if (outcome instanceof ReserveResult answer) {
         return answer;
       }
@@ -462,13 +465,15 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
    * rows in the same order; keys that already have a row are then reserved one by one. Each key's
    * outcome is the one {@link #reserve} gives; a key repeated in the batch is acquired by its first
    * occurrence and reads as in flight for the others.
+   *
+   * <p>In the partitioned layout the batch inserts into the in-flight table and then, in a later
+   * statement of the same transaction (a later snapshot, as {@link #reserve} does), reads which of
+   * the inserted keys have a committed row; those keys' in-flight rows are deleted again in the
+   * same transaction and the keys reserved one by one, like the keys that had an in-flight row.
    */
   @Override
   public List<ReserveResult> reserveAll(List<ReserveRequest> requests) {
     ensureOpen();
-    if (psql != null) {
-      return DedupStore.super.reserveAll(requests);
-    }
     int n = requests.size();
     if (n <= 1) {
       return n == 0 ? List.of() : List.of(reserve(requests.get(0)));
@@ -484,15 +489,81 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     boolean[] inserted =
         exec.transaction(
             "reserveAll",
-            c ->
-                dialect == JdbcDialect.MARIADB
-                    ? insertAbsentReturning(c, rs, order)
-                    : insertAbsentBatch(c, rs, order));
+            c -> {
+              boolean[] in =
+                  dialect == JdbcDialect.MARIADB
+                      ? insertAbsentReturning(c, rs, order)
+                      : insertAbsentBatch(c, rs, order);
+              if (psql != null) {
+                withdrawCommitted(c, psql, rs, order, in);
+              }
+              return in;
+            });
     List<ReserveResult> out = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       out.add(inserted[i] ? DedupStateMachine.reserve(null, rs[i]).answer() : reserve(rs[i]));
     }
     return out;
+  }
+
+  /**
+   * Partitioned layout: takes back the in-flight rows this transaction inserted for keys that have
+   * a committed row (live, or dead and not yet swept), and marks them not inserted, so that {@link
+   * #reserve} decides them one by one.
+   */
+  private void withdrawCommitted(
+      Connection tx, PartitionedSql p, ReserveRequest[] rs, Integer[] order, boolean[] inserted)
+      throws SQLException {
+    List<Integer> mine = new ArrayList<>();
+    for (Integer i : order) {
+      if (inserted[i]) {
+        mine.add(i);
+      }
+    }
+    for (int from = 0; from < mine.size(); from += CHUNK) {
+      int to = Math.min(mine.size(), from + CHUNK);
+      List<Integer> withdrawn = new ArrayList<>();
+      try (PreparedStatement ps = tx.prepareStatement(p.committedAmong(to - from))) {
+        if (p.dialect == JdbcDialect.POSTGRESQL) {
+          byte[][] keys = new byte[to - from][];
+          for (int j = from; j < to; j++) {
+            keys[j - from] = rs[mine.get(j)].key().toBytes();
+          }
+          ps.setArray(1, tx.createArrayOf("bytea", keys));
+        } else {
+          for (int j = from; j < to; j++) {
+            ReserveRequest r = rs[mine.get(j)];
+            ps.setString(1 + (j - from) * 2, r.scope().toString());
+            ps.setBytes(2 + (j - from) * 2, r.key().toBytes());
+          }
+        }
+        try (ResultSet result = ps.executeQuery()) {
+          while (result.next()) {
+            String scope = result.getString(1);
+            DedupKey key = DedupKey.ofDigest(result.getBytes(2));
+            for (int j = from; j < to; j++) {
+              int i = mine.get(j);
+              if (inserted[i] && matches(rs[i], scope, key)) {
+                inserted[i] = false; // a key is inserted once per batch: its first occurrence
+                withdrawn.add(i);
+                break;
+              }
+            }
+          }
+        }
+      }
+      if (!withdrawn.isEmpty()) {
+        try (PreparedStatement ps = tx.prepareStatement(sql.release)) {
+          for (int i : withdrawn) {
+            ps.setString(1, rs[i].scope().toString());
+            ps.setBytes(2, rs[i].key().toBytes());
+            ps.setLong(3, rs[i].token());
+            ps.setLong(4, Long.MIN_VALUE);
+            ps.executeUpdate();
+          }
+        }
+      }
+    }
   }
 
   private static Comparator<Integer> keyOrder(String[] scopes, ReserveRequest[] rs) {
@@ -618,13 +689,14 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   }
 
   /**
-   * The partitioned layout's commit on MariaDB, one transaction: deletes the in-flight row held by
-   * the token (its row lock fences the commit), then writes the committed row into its day's
-   * partition. See {@link PartitionedSql}.
+   * The partitioned layout's commit on MariaDB, one transaction ({@code START TRANSACTION} ...
+   * {@code COMMIT}: four round trips): deletes the in-flight row held by the token (its row lock
+   * fences the commit), then writes the committed row into its day's partition. See {@link
+   * PartitionedSql}.
    */
   private SettleResult commitMariaDbPartitioned(Connection c, PartitionedSql p, CommitRequest r)
       throws SQLException {
-    boolean applied = SqlExecutor.inTransaction(c, tx -> moveToCommitted(tx, p, r));
+    boolean applied = SqlExecutor.inExplicitTransaction(c, tx -> moveToCommitted(tx, p, r));
     return applied || committedWith(c, r) ? SettleResult.APPLIED : SettleResult.STALE;
   }
 
@@ -657,6 +729,96 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
       ps.executeUpdate();
     }
     return true;
+  }
+
+  /**
+   * {@link #commitAll} in the partitioned layout on MariaDB, in the caller's transaction, per chunk
+   * of keys in key order: locks their in-flight rows ({@code SELECT ... FOR UPDATE}), deletes those
+   * held by the committing token and not expired, and writes their committed rows in one multi-row
+   * insert; the steps of {@link #moveToCommitted} for many keys at once. A key repeated in the
+   * batch is moved by its first commit; the others, like stale ones, are answered by {@link
+   * #committedWith}.
+   */
+  private SettleResult[] moveAllToCommitted(Connection tx, PartitionedSql p, CommitRequest[] rs)
+      throws SQLException {
+    int n = rs.length;
+    Integer[] order = new Integer[n];
+    String[] scopes = new String[n];
+    for (int i = 0; i < n; i++) {
+      order[i] = i;
+      scopes[i] = rs[i].scope().toString();
+    }
+    Arrays.sort(
+        order,
+        (a, b) -> {
+          int c = scopes[a].compareTo(scopes[b]);
+          for (int w = 0; c == 0 && w < 4; w++) {
+            c = Long.compareUnsigned(rs[a].key().word(w), rs[b].key().word(w));
+          }
+          return c;
+        });
+    SettleResult[] out = new SettleResult[n];
+    for (int from = 0; from < n; from += CHUNK) {
+      int to = Math.min(n, from + CHUNK);
+      // scope + key -> the locked in-flight row's token, deadline and fingerprint
+      Map<String, Object[]> rows = new HashMap<>((to - from) * 2);
+      try (PreparedStatement ps = tx.prepareStatement(p.lockInflight(to - from))) {
+        for (int j = from; j < to; j++) {
+          CommitRequest r = rs[order[j]];
+          ps.setString(1 + (j - from) * 2, scopes[order[j]]);
+          ps.setBytes(2 + (j - from) * 2, r.key().toBytes());
+        }
+        try (ResultSet result = ps.executeQuery()) {
+          while (result.next()) {
+            String id = result.getString(1) + '\n' + DedupKey.ofDigest(result.getBytes(2));
+            rows.put(id, new Object[] {result.getLong(3), result.getLong(4), result.getBytes(5)});
+          }
+        }
+      }
+      List<Integer> moved = new ArrayList<>();
+      List<byte[]> fingerprints = new ArrayList<>();
+      for (int j = from; j < to; j++) {
+        CommitRequest r = rs[order[j]];
+        Object[] row = rows.get(scopes[order[j]] + '\n' + r.key());
+        if (row != null && (long) row[0] == r.token() && (long) row[1] > r.nowMillis()) {
+          rows.remove(scopes[order[j]] + '\n' + r.key()); // a repeat in the batch finds none
+          moved.add(order[j]);
+          fingerprints.add((byte[]) row[2]);
+          out[order[j]] = SettleResult.APPLIED;
+        }
+      }
+      if (!moved.isEmpty()) {
+        try (PreparedStatement ps = tx.prepareStatement(p.deleteInflight(moved.size()))) {
+          for (int m = 0; m < moved.size(); m++) {
+            ps.setString(1 + m * 2, scopes[moved.get(m)]);
+            ps.setBytes(2 + m * 2, rs[moved.get(m)].key().toBytes());
+          }
+          ps.executeUpdate();
+        }
+        try (PreparedStatement ps = tx.prepareStatement(p.insertCommittedRows(moved.size()))) {
+          for (int m = 0; m < moved.size(); m++) {
+            CommitRequest r = rs[moved.get(m)];
+            long deadline = r.ttl().expiresAt(r.nowMillis());
+            int at = m * 8;
+            ps.setString(at + 1, scopes[moved.get(m)]);
+            ps.setBytes(at + 2, r.key().toBytes());
+            ps.setInt(at + 3, PartitionedSql.expiryDay(deadline));
+            ps.setLong(at + 4, r.token());
+            ps.setLong(at + 5, r.nowMillis());
+            ps.setLong(at + 6, deadline);
+            setBytesOrNull(ps, at + 7, fingerprints.get(m));
+            setBytesOrNull(ps, at + 8, r.result());
+          }
+          ps.executeUpdate();
+        }
+      }
+    }
+    for (int i = 0; i < n; i++) {
+      if (out[i] == null) {
+        out[i] = committedWith(tx, rs[i]) ? SettleResult.APPLIED : SettleResult.STALE;
+      }
+    }
+    return out;
   }
 
   /**
@@ -713,12 +875,13 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     if (requests.isEmpty()) {
       return List.of();
     }
-    if (psql != null && psql.dialect == JdbcDialect.MARIADB) {
-      return DedupStore.super.commitAll(requests); // two statements per key: one by one
-    }
     CommitRequest[] rs = requests.toArray(new CommitRequest[0]);
     for (CommitRequest r : rs) {
       ensurePartition(r);
+    }
+    if (psql != null && psql.dialect == JdbcDialect.MARIADB) {
+      PartitionedSql p = psql;
+      return exec.transaction("commitAll", c -> List.of(moveAllToCommitted(c, p, rs)));
     }
     return exec.transaction(
         "commitAll",

@@ -132,9 +132,13 @@ final class PartitionedSql {
   final String keysKind;
 
   private final String keys;
+  private final String inflight;
+  private final String swept;
 
   PartitionedSql(Statements s) {
     keys = s.keys;
+    inflight = s.inflight;
+    swept = s.swept;
     dialect = s.dialect;
     // The same on both dialects: fenced checks and updates of one key by its token.
     committedWith =
@@ -155,7 +159,6 @@ final class PartitionedSql {
             + s.inflight
             + " WHERE scope = ? AND dedup_key = ? AND token = ? AND deadline_ms > ?";
     if (dialect == JdbcDialect.MARIADB) {
-      String inflight = s.inflight;
       String mark =
           "COALESCE((SELECT until_ms FROM "
               + s.swept
@@ -253,7 +256,6 @@ final class PartitionedSql {
     forgetInflight = "";
     forgetCommitted = "";
     readMark = "SELECT until_ms FROM " + s.swept + " WHERE id = 1";
-    String inflight = s.inflight;
     insertAbsent =
         "INSERT INTO "
             + inflight
@@ -356,6 +358,90 @@ final class PartitionedSql {
         "SELECT c.relname, c.reltuples FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
             + " WHERE i.inhparent = to_regclass(?)";
     keysKind = "SELECT relkind FROM pg_class WHERE oid = to_regclass(?)";
+  }
+
+  /**
+   * {@link JdbcDedupStore#reserveAll}'s check after its batch insert: which of {@code rows} keys
+   * have a committed row that no sweep has removed logically (live or dead, the rows {@link
+   * #selectLive} finds). Parameters: scope and key per row; on PostgreSQL one array of the keys
+   * (its hash index answers {@code = ANY} in one scan per partition; the rows of other scopes with
+   * the same key are for the caller to skip). Returns scope and key of each such row.
+   */
+  String committedAmong(int rows) {
+    if (dialect == JdbcDialect.POSTGRESQL) {
+      return "SELECT scope, dedup_key FROM "
+          + keys
+          + " WHERE dedup_key = ANY (?) AND deadline_ms > COALESCE((SELECT until_ms FROM "
+          + swept
+          + " WHERE id = 1), -9223372036854775808)";
+    }
+    StringBuilder sb =
+        new StringBuilder(160 + rows * 8)
+            .append("SELECT scope, dedup_key FROM ")
+            .append(keys)
+            .append(" WHERE (scope, dedup_key) IN (");
+    for (int i = 0; i < rows; i++) {
+      sb.append(i == 0 ? "(?, ?)" : ", (?, ?)");
+    }
+    return sb.append(") AND deadline_ms > COALESCE((SELECT until_ms FROM ")
+        .append(swept)
+        .append(" WHERE id = 1), -9223372036854775808)")
+        .toString();
+  }
+
+  /**
+   * MariaDB: {@link JdbcDedupStore#commitAll}'s first step, which locks the in-flight rows of
+   * {@code rows} keys. Parameters: scope and key per row. Returns scope, key, token, deadline and
+   * fingerprint of each row.
+   */
+  String lockInflight(int rows) {
+    StringBuilder sb =
+        new StringBuilder(160 + rows * 8)
+            .append("SELECT scope, dedup_key, token, deadline_ms, fingerprint FROM ")
+            .append(inflight)
+            .append(" WHERE (scope, dedup_key) IN (");
+    for (int i = 0; i < rows; i++) {
+      sb.append(i == 0 ? "(?, ?)" : ", (?, ?)");
+    }
+    return sb.append(") FOR UPDATE").toString();
+  }
+
+  /**
+   * MariaDB: deletes the in-flight rows of {@code rows} keys that {@link #lockInflight} locked.
+   * Parameters: scope and key per row.
+   */
+  String deleteInflight(int rows) {
+    StringBuilder sb =
+        new StringBuilder(80 + rows * 8)
+            .append("DELETE FROM ")
+            .append(inflight)
+            .append(" WHERE (scope, dedup_key) IN (");
+    for (int i = 0; i < rows; i++) {
+      sb.append(i == 0 ? "(?, ?)" : ", (?, ?)");
+    }
+    return sb.append(')').toString();
+  }
+
+  /**
+   * MariaDB: {@link #insertCommitted} for {@code rows} keys in one statement. Parameters per row as
+   * {@link #insertCommitted}.
+   */
+  String insertCommittedRows(int rows) {
+    StringBuilder sb =
+        new StringBuilder(300 + rows * 26)
+            .append("INSERT INTO ")
+            .append(keys)
+            .append(
+                " (scope, dedup_key, expiry_day, token, since_ms, deadline_ms, fingerprint, result)"
+                    + " VALUES ");
+    for (int i = 0; i < rows; i++) {
+      sb.append(i == 0 ? "" : ", ").append("(?, ?, ?, ?, ?, ?, ?, ?)");
+    }
+    return sb.append(
+            " ON DUPLICATE KEY UPDATE token = VALUES(token), since_ms = VALUES(since_ms),"
+                + " deadline_ms = VALUES(deadline_ms), fingerprint = VALUES(fingerprint),"
+                + " result = VALUES(result)")
+        .toString();
   }
 
   /** Deletes up to n rows of one scope; returns how many, and how many were past the mark. */

@@ -160,6 +160,48 @@ final class SqlExecutor {
     }
   }
 
+  /**
+   * Like {@link #inTransaction}, with the transaction begun and ended by statements ({@code START
+   * TRANSACTION}, {@code COMMIT}, {@code ROLLBACK}) on a connection that stays in autocommit mode.
+   * On MariaDB that is one round trip fewer per transaction than turning autocommit off and back on
+   * around the commit ({@code set autocommit} is a statement of its own each way). Inside, roll
+   * back with {@link #restart}, never {@link Connection#rollback()}.
+   */
+  static <T> T inExplicitTransaction(Connection c, Work<T> work) throws SQLException {
+    execute(c, "START TRANSACTION");
+    try {
+      T value = work.run(c);
+      execute(c, "COMMIT");
+      return value;
+    } catch (SQLException | RuntimeException e) {
+      try {
+        execute(c, "ROLLBACK");
+      } catch (SQLException ignored) {
+        // The connection is broken; the server rolls back when it goes, and the pool drops it.
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Rolls back what a transaction did so far and goes on in a new one: {@code ROLLBACK AND CHAIN}
+   * in an {@linkplain #inExplicitTransaction explicit} transaction, else {@link
+   * Connection#rollback()} (in manual-commit mode the next statement begins the next one).
+   */
+  static void restart(Connection tx, boolean explicit) throws SQLException {
+    if (explicit) {
+      execute(tx, "ROLLBACK AND CHAIN");
+    } else {
+      tx.rollback();
+    }
+  }
+
+  private static void execute(Connection c, String sql) throws SQLException {
+    try (Statement st = c.createStatement()) {
+      st.execute(sql);
+    }
+  }
+
   private Connection connect(String op) {
     try {
       Connection c = dataSource.getConnection();

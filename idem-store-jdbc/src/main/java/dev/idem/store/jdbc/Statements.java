@@ -601,18 +601,23 @@ final class Statements {
 
   /**
    * MariaDB: one multi-row {@code INSERT IGNORE ... RETURNING} for a batch of reservations (the
-   * driver reports no per-row counts for batched inserts). Parameters per row as {@link
-   * #insertAbsent}.
+   * driver reports no per-row counts for batched inserts), into the in-flight table in the
+   * partitioned layout. Parameters per row as {@link #insertAbsent}.
    */
   String insertAbsentReturning(int rows) {
+    boolean partitioned = layout == JdbcLayout.PARTITIONED;
     StringBuilder sb =
         new StringBuilder(120 + rows * 24)
             .append("INSERT IGNORE INTO ")
-            .append(keys)
+            .append(partitioned ? inflight : keys)
             .append(
-                " (scope, dedup_key, state, token, since_ms, deadline_ms, fingerprint) VALUES ");
+                partitioned
+                    ? " (scope, dedup_key, token, since_ms, deadline_ms, fingerprint) VALUES "
+                    : " (scope, dedup_key, state, token, since_ms, deadline_ms, fingerprint)"
+                        + " VALUES ");
+    String row = partitioned ? "(?, ?, ?, ?, ?, ?)" : "(?, ?, 1, ?, ?, ?, ?)";
     for (int i = 0; i < rows; i++) {
-      sb.append(i == 0 ? "" : ", ").append("(?, ?, 1, ?, ?, ?, ?)");
+      sb.append(i == 0 ? "" : ", ").append(row);
     }
     return sb.append(" RETURNING scope, dedup_key, token").toString();
   }
