@@ -72,6 +72,9 @@ public final class MemoryStoreAlternating {
   /** Thread CPU nanoseconds per operation of the last {@link #slot}. */
   private double lastCpuNanosPerOp;
 
+  /** Bytes allocated per operation by the workers of the last {@link #slot}. */
+  private double lastBytesPerOp;
+
   private MemoryStoreAlternating(int threads, int maxKeys) {
     store = MemoryDedupStore.builder().maxKeysPerScope(maxKeys).build();
     facade = Deduplicator.builder(store, Scope.of("alt-facade")).build();
@@ -143,8 +146,10 @@ public final class MemoryStoreAlternating {
     Map<String, List<Double>> cpuRatios = new LinkedHashMap<>();
     Map<String, List<Double>> rates = new LinkedHashMap<>();
     Map<String, List<Double>> cpuNanos = new LinkedHashMap<>();
+    Map<String, List<Double>> bytes = new LinkedHashMap<>();
     contenders.keySet().forEach(name -> rates.put(name, new ArrayList<>()));
     contenders.keySet().forEach(name -> cpuNanos.put(name, new ArrayList<>()));
+    contenders.keySet().forEach(name -> bytes.put(name, new ArrayList<>()));
     List<Double> sharing = new ArrayList<>();
     for (int round = 1; round <= WARMUP_ROUNDS + rounds; round++) {
       double camelRate = 0;
@@ -160,6 +165,7 @@ public final class MemoryStoreAlternating {
         }
         rates.get(c.getKey()).add(rate);
         cpuNanos.get(c.getKey()).add(cpu);
+        bytes.get(c.getKey()).add(lastBytesPerOp);
         if (c.getKey().equals("idem-facade")) {
           facadeRate = rate;
         } else if (c.getKey().equals("idem-own-store")) {
@@ -186,6 +192,9 @@ public final class MemoryStoreAlternating {
     for (Map.Entry<String, List<Double>> r : cpuNanos.entrySet()) {
       System.out.printf(
           "median CPU ns/op  %-12s %8.1f%n", r.getKey(), median(r.getValue()));
+    }
+    for (Map.Entry<String, List<Double>> r : bytes.entrySet()) {
+      System.out.printf("median bytes allocated/op  %-12s %6.1f%n", r.getKey(), median(r.getValue()));
     }
     printRatios("ratio", ratios);
     printRatios("CPU-time ratio", cpuRatios);
@@ -222,6 +231,7 @@ public final class MemoryStoreAlternating {
     AtomicBoolean stop = new AtomicBoolean();
     long[] done = new long[threads * 16];
     long[] cpu = new long[threads * 16];
+    long[] allocated = new long[threads * 16];
     Thread[] workers = new Thread[threads];
     for (int t = 0; t < threads; t++) {
       int thread = t;
@@ -229,6 +239,7 @@ public final class MemoryStoreAlternating {
           new Thread(
               () -> {
                 long cpuStart = THREADS.getCurrentThreadCpuTime();
+                long bytesStart = allocatedBytes();
                 int i = next[thread];
                 long token = ((long) thread + 1) << 40 | (long) i << 8;
                 long n = 0;
@@ -240,6 +251,7 @@ public final class MemoryStoreAlternating {
                 next[thread] = i;
                 done[thread * 16] = n;
                 cpu[thread * 16] = THREADS.getCurrentThreadCpuTime() - cpuStart;
+                allocated[thread * 16] = allocatedBytes() - bytesStart;
               });
     }
     long start = System.nanoTime();
@@ -250,13 +262,23 @@ public final class MemoryStoreAlternating {
     stop.set(true);
     long total = 0;
     long cpuTotal = 0;
+    long bytesTotal = 0;
     for (int t = 0; t < threads; t++) {
       workers[t].join();
       total += done[t * 16];
       cpuTotal += cpu[t * 16];
+      bytesTotal += allocated[t * 16];
     }
     lastCpuNanosPerOp = (double) cpuTotal / Math.max(1, total);
+    lastBytesPerOp = (double) bytesTotal / Math.max(1, total);
     return total / ((System.nanoTime() - start) / 1e9);
+  }
+
+  /** Bytes the calling thread allocated so far, or 0 where the JVM does not count them. */
+  private static long allocatedBytes() {
+    return THREADS instanceof com.sun.management.ThreadMXBean counting
+        ? counting.getCurrentThreadAllocatedBytes()
+        : 0;
   }
 
   private static double median(List<Double> values) {
