@@ -54,7 +54,11 @@ import org.apache.camel.support.processor.idempotent.MemoryIdempotentRepository;
  */
 public final class MemoryStoreAlternating {
   private static final int UNIQUE = MemoryStoreBenchmark.UNIQUE;
-  private static final int WARMUP_ROUNDS = 2;
+  /**
+   * Rounds not counted; {@code -Didem.warmupRounds=N} raises it on a loaded machine, where the JIT's
+   * compiler threads may not have finished the hot paths within two rounds.
+   */
+  private static final int WARMUP_ROUNDS = Integer.getInteger("idem.warmupRounds", 2);
 
   private final MemoryDedupStore store;
   private final Deduplicator facade;
