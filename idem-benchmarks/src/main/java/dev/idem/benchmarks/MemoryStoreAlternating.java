@@ -54,9 +54,10 @@ import org.apache.camel.support.processor.idempotent.MemoryIdempotentRepository;
  */
 public final class MemoryStoreAlternating {
   private static final int UNIQUE = MemoryStoreBenchmark.UNIQUE;
+
   /**
-   * Rounds not counted; {@code -Didem.warmupRounds=N} raises it on a loaded machine, where the JIT's
-   * compiler threads may not have finished the hot paths within two rounds.
+   * Rounds not counted; {@code -Didem.warmupRounds=N} raises it on a loaded machine, where the
+   * JIT's compiler threads may not have finished the hot paths within two rounds.
    */
   private static final int WARMUP_ROUNDS = Integer.getInteger("idem.warmupRounds", 2);
 
@@ -194,11 +195,11 @@ public final class MemoryStoreAlternating {
       System.out.printf("median ops/s  %-12s %,12.0f%n", r.getKey(), median(r.getValue()));
     }
     for (Map.Entry<String, List<Double>> r : cpuNanos.entrySet()) {
-      System.out.printf(
-          "median CPU ns/op  %-12s %8.1f%n", r.getKey(), median(r.getValue()));
+      System.out.printf("median CPU ns/op  %-12s %8.1f%n", r.getKey(), median(r.getValue()));
     }
     for (Map.Entry<String, List<Double>> r : bytes.entrySet()) {
-      System.out.printf("median bytes allocated/op  %-12s %6.1f%n", r.getKey(), median(r.getValue()));
+      System.out.printf(
+          "median bytes allocated/op  %-12s %6.1f%n", r.getKey(), median(r.getValue()));
     }
     printRatios("ratio", ratios);
     printRatios("CPU-time ratio", cpuRatios);
