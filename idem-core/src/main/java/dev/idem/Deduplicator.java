@@ -114,7 +114,10 @@ public final class Deduplicator {
    * @throws StoreUnavailableException if the store did not answer
    */
   public Decision reserve(DedupKey key, @Nullable Fingerprint fingerprint) {
-    ReserveRequest request = request(key, fingerprint, time.wallMillis());
+    // The reserve may judge by a late clock (see TimeSource#laggingWallMillis): that only keeps
+    // keys and leases alive longer and starts the new lease earlier. The settlements, which prove
+    // the lease, read the exact clock: one system clock read per reserve + commit.
+    ReserveRequest request = request(key, fingerprint, time.laggingWallMillis());
     return decide(key, store.reserve(request));
   }
 

@@ -46,7 +46,11 @@ public final class Reservation {
 
   private static final int OPEN = 0;
   private static final int SETTLING = 1;
+
+  /** Settled: {@code DONE + settlement.ordinal()}. */
   private static final int DONE = 2;
+
+  private static final Settlement[] SETTLEMENTS = Settlement.values();
 
   private final Deduplicator owner;
   private final DedupKey key;
@@ -59,12 +63,11 @@ public final class Reservation {
   private long leaseUntilMillis;
 
   // Read and written only through STATE: a CAS claims the handle, a release store publishes the
-  // settlement (a plain field written before it), an acquire load reads it. No full fence beyond
-  // the CAS on the hot path.
+  // settlement (encoded in the state itself, so that the handle is 40 bytes rather than 48 with a
+  // separate field: it is allocated once per acquired event), an acquire load reads it. No full
+  // fence beyond the CAS on the hot path.
   @SuppressWarnings("unused")
   private int state;
-
-  private @Nullable Settlement settlement;
 
   Reservation(Deduplicator owner, DedupKey key, long token, long leaseUntilMillis) {
     this.owner = owner;
@@ -153,8 +156,9 @@ public final class Reservation {
       throw new IllegalArgumentException(
           "an extend's lease must be at least 1ms, got " + lease + " (key " + key.toHex() + ")");
     }
-    if ((int) STATE.getAcquire(this) == DONE) {
-      throw new ReservationSettledException(scope(), key, settlement);
+    Settlement settled = settlement();
+    if (settled != null) {
+      throw new ReservationSettledException(scope(), key, settled);
     }
     long millis = lease.compareTo(MAX_MILLIS) > 0 ? Long.MAX_VALUE : lease.toMillis();
     long until = owner.extendLease(this, millis);
@@ -175,7 +179,8 @@ public final class Reservation {
    * @return the settlement, or null while open
    */
   public @Nullable Settlement settlement() {
-    return (int) STATE.getAcquire(this) == DONE ? settlement : null;
+    int s = (int) STATE.getAcquire(this);
+    return s >= DONE ? SETTLEMENTS[s - DONE] : null;
   }
 
   /**
@@ -291,8 +296,7 @@ public final class Reservation {
 
   /** Records the settlement the store answered. */
   Settlement complete(Settlement s) {
-    settlement = s;
-    STATE.setRelease(this, DONE);
+    STATE.setRelease(this, DONE + s.ordinal());
     return s;
   }
 

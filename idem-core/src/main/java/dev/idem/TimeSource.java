@@ -24,6 +24,24 @@ public interface TimeSource {
   long wallMillis();
 
   /**
+   * Returns the wall-clock time for a decision that a late clock only makes more cautious: a {@link
+   * Deduplicator}'s reserve. Judged by a late clock, a committed key and a running lease stay alive
+   * a little longer (never shorter), and a new lease, which runs from this reading, ends a little
+   * earlier by {@link #wallMillis()} (its holder's commit and extend are judged by {@code
+   * wallMillis()}, so a holder never keeps a key past its lease). May lag {@code wallMillis()};
+   * must not run ahead of it.
+   *
+   * <p>The default reads {@link #wallMillis()}. The {@linkplain #system() system} time source
+   * answers from the {@linkplain #coarse() coarse clock}'s field, so that a reserve plus commit
+   * reads the system clock once (in the commit, which proves the lease) rather than twice.
+   *
+   * @return milliseconds since the epoch, at most {@link #wallMillis()}
+   */
+  default long laggingWallMillis() {
+    return wallMillis();
+  }
+
+  /**
    * Returns a monotonic counter for measuring elapsed time; only differences are meaningful.
    *
    * @return nanoseconds from an arbitrary origin
@@ -41,6 +59,8 @@ public interface TimeSource {
 
   /**
    * Returns the system clocks ({@link System#currentTimeMillis()} and {@link System#nanoTime()}).
+   * Its {@link #laggingWallMillis()} reads the {@linkplain #coarse() coarse clock} (which starts
+   * that clock's thread on first use).
    *
    * @return the system time source
    */
@@ -96,6 +116,13 @@ enum SystemTimeSource implements TimeSource {
   @Override
   public long wallMillis() {
     return System.currentTimeMillis();
+  }
+
+  @Override
+  public long laggingWallMillis() {
+    // At most a millisecond or so behind (more when the coarse clock's thread runs late), never
+    // ahead unless the system clock was stepped back, which breaks every lease anyway.
+    return CoarseTimeSource.INSTANCE.wallMillis();
   }
 
   @Override

@@ -26,4 +26,27 @@ class CoarseTimeSourceTest {
     }
     assertThat(TimeSource.coarse()).isSameAs(coarse);
   }
+
+  @Test
+  void theSystemSourcesLaggingReadingIsTheCoarseClockAndNeverAheadOfTheSystemClock() {
+    TimeSource system = TimeSource.system();
+    for (int i = 0; i < 100_000; i++) {
+      long lagging = system.laggingWallMillis();
+      assertThat(lagging).isLessThanOrEqualTo(system.wallMillis());
+    }
+    await()
+        .atMost(Duration.ofSeconds(5))
+        .until(() -> system.laggingWallMillis() >= TimeSource.coarse().wallMillis());
+    long systemAtStart = System.currentTimeMillis();
+    await()
+        .atMost(Duration.ofSeconds(5))
+        .until(() -> system.laggingWallMillis() > systemAtStart + 20);
+  }
+
+  @Test
+  void aManualSourcesLaggingReadingIsItsExactOne() {
+    ManualTimeSource manual = new ManualTimeSource();
+    manual.advanceMillis(1_234);
+    assertThat(manual.laggingWallMillis()).isEqualTo(manual.wallMillis());
+  }
 }

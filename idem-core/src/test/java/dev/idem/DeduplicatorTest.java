@@ -574,5 +574,57 @@ class DeduplicatorTest {
       assertThat(d.inspect(key))
           .isEqualTo(new KeyState.Committed(t0 + 2_000, t0 + 2_000 + 3_600_000, null, null));
     }
+
+    @Test
+    void theReserveJudgesByTheLaggingClockAndTheCommitProvesTheLeaseByTheExactOne() {
+      // given a clock whose lagging reading is 3 s behind its exact one
+      TimeSource lagging =
+          new TimeSource() {
+            @Override
+            public long wallMillis() {
+              return time.wallMillis();
+            }
+
+            @Override
+            public long laggingWallMillis() {
+              return time.wallMillis() - 3_000;
+            }
+
+            @Override
+            public long monotonicNanos() {
+              return time.monotonicNanos();
+            }
+          };
+      Duration window = Duration.ofMinutes(10);
+      DedupConfig fixed =
+          DedupConfig.custom()
+              .ttl(window)
+              .expiry(Expiry.FIXED)
+              .lease(Duration.ofSeconds(30))
+              .build();
+      Deduplicator d = Deduplicator.builder(store, SCOPE).config(fixed).timeSource(lagging).build();
+      DedupKey key = newKey();
+      long t0 = time.wallMillis();
+
+      // when: the lease (30 s) runs from the lagging reading
+      Reservation r = acquire(d, key);
+      assertThat(r.leaseUntil().toEpochMilli()).isEqualTo(t0 - 3_000 + 30_000);
+
+      // then: 28 s later by the exact clock the lease has run out for the holder's commit, although
+      // the lagging reading (25 s) is still inside it
+      time.advance(Duration.ofSeconds(28));
+      assertThat(r.commit()).isEqualTo(Settlement.LEASE_LOST);
+
+      // and a committed key (its window runs from the exact commit time) stays a duplicate to the
+      // lagging reserve until the window has passed by the lagging reading too
+      DedupKey other = newKey();
+      long committedAt = time.wallMillis();
+      acquire(d, other).commit();
+      time.advance(window.plusSeconds(1));
+      assertThat(d.reserve(other)).isInstanceOf(Decision.Duplicate.class);
+      time.advance(Duration.ofSeconds(3));
+      assertThat(time.wallMillis() - 3_000).isGreaterThan(committedAt + window.toMillis());
+      assertThat(d.reserve(other)).isInstanceOf(Decision.Acquired.class);
+    }
   }
 }

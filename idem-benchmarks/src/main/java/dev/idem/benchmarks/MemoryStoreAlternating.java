@@ -11,6 +11,8 @@ import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
 import dev.idem.spi.Ttl;
 import dev.idem.store.memory.MemoryDedupStore;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -29,7 +31,11 @@ import org.apache.camel.support.processor.idempotent.MemoryIdempotentRepository;
  * MemoryStoreBenchmark}, whose JMH run measures one method after the other, so that on a shared
  * machine whose speed swings by several times within seconds each side sees the same weather. The
  * figure is the median over rounds of each round's ratio (Idem's slot over the Camel slot next to
- * it), printed with the lowest and highest round ratio.
+ * it), printed with the lowest and highest round ratio. Each slot also sums its workers' thread CPU
+ * time, and the same ratios are printed over CPU time per operation (Camel's nanoseconds per
+ * operation over Idem's): on a machine shared with other work, where wall-clock rates swing with
+ * whatever else runs, CPU time per operation stays close to what a quiet machine shows for
+ * compute-bound, cache-resident work like this.
  *
  * <pre>
  * java -cp idem-benchmarks/target/benchmarks.jar dev.idem.benchmarks.MemoryStoreAlternating \
@@ -48,7 +54,12 @@ import org.apache.camel.support.processor.idempotent.MemoryIdempotentRepository;
  */
 public final class MemoryStoreAlternating {
   private static final int UNIQUE = MemoryStoreBenchmark.UNIQUE;
-  private static final int WARMUP_ROUNDS = 2;
+
+  /**
+   * Rounds not counted; {@code -Didem.warmupRounds=N} raises it on a loaded machine, where the
+   * JIT's compiler threads may not have finished the hot paths within two rounds.
+   */
+  private static final int WARMUP_ROUNDS = Integer.getInteger("idem.warmupRounds", 2);
 
   private final MemoryDedupStore store;
   private final Deduplicator facade;
@@ -61,6 +72,13 @@ public final class MemoryStoreAlternating {
   private final DedupKey[][] keys;
   private final String[][] strings;
   private final int[] next;
+  private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+
+  /** Thread CPU nanoseconds per operation of the last {@link #slot}. */
+  private double lastCpuNanosPerOp;
+
+  /** Bytes allocated per operation by the workers of the last {@link #slot}. */
+  private double lastBytesPerOp;
 
   private MemoryStoreAlternating(int threads, int maxKeys) {
     store = MemoryDedupStore.builder().maxKeysPerScope(maxKeys).build();
@@ -130,20 +148,29 @@ public final class MemoryStoreAlternating {
         "MemoryStoreAlternating threads=%d maxKeys=%d rounds=%d (+%d warm-up) slot=%d ms, %s%n",
         threads, maxKeys, rounds, WARMUP_ROUNDS, slotMillis, Runtime.version());
     Map<String, List<Double>> ratios = new LinkedHashMap<>();
+    Map<String, List<Double>> cpuRatios = new LinkedHashMap<>();
     Map<String, List<Double>> rates = new LinkedHashMap<>();
+    Map<String, List<Double>> cpuNanos = new LinkedHashMap<>();
+    Map<String, List<Double>> bytes = new LinkedHashMap<>();
     contenders.keySet().forEach(name -> rates.put(name, new ArrayList<>()));
+    contenders.keySet().forEach(name -> cpuNanos.put(name, new ArrayList<>()));
+    contenders.keySet().forEach(name -> bytes.put(name, new ArrayList<>()));
     List<Double> sharing = new ArrayList<>();
     for (int round = 1; round <= WARMUP_ROUNDS + rounds; round++) {
       double camelRate = 0;
+      double camelCpu = 0;
       double facadeRate = 0;
       StringBuilder line = new StringBuilder();
       for (Map.Entry<String, Contender> c : contenders.entrySet()) {
         double rate = slot(c.getValue(), threads, slotMillis);
-        line.append(String.format("  %s %,.0f", c.getKey(), rate));
+        double cpu = lastCpuNanosPerOp;
+        line.append(String.format("  %s %,.0f (%.0f ns)", c.getKey(), rate, cpu));
         if (round <= WARMUP_ROUNDS) {
           continue;
         }
         rates.get(c.getKey()).add(rate);
+        cpuNanos.get(c.getKey()).add(cpu);
+        bytes.get(c.getKey()).add(lastBytesPerOp);
         if (c.getKey().equals("idem-facade")) {
           facadeRate = rate;
         } else if (c.getKey().equals("idem-own-store")) {
@@ -151,8 +178,10 @@ public final class MemoryStoreAlternating {
         }
         if (c.getKey().equals("camel")) {
           camelRate = rate;
+          camelCpu = cpu;
         } else {
           ratios.computeIfAbsent(c.getKey(), k -> new ArrayList<>()).add(rate / camelRate);
+          cpuRatios.computeIfAbsent(c.getKey(), k -> new ArrayList<>()).add(camelCpu / cpu);
         }
       }
       System.out.printf(
@@ -165,18 +194,35 @@ public final class MemoryStoreAlternating {
     for (Map.Entry<String, List<Double>> r : rates.entrySet()) {
       System.out.printf("median ops/s  %-12s %,12.0f%n", r.getKey(), median(r.getValue()));
     }
-    for (Map.Entry<String, List<Double>> r : ratios.entrySet()) {
-      double[] sorted = r.getValue().stream().mapToDouble(Double::doubleValue).sorted().toArray();
-      System.out.printf(
-          "ratio %-12s / camel: median %.2f (lowest %.2f, highest %.2f over %d rounds)%n",
-          r.getKey(), median(r.getValue()), sorted[0], sorted[sorted.length - 1], sorted.length);
+    for (Map.Entry<String, List<Double>> r : cpuNanos.entrySet()) {
+      System.out.printf("median CPU ns/op  %-12s %8.1f%n", r.getKey(), median(r.getValue()));
     }
+    for (Map.Entry<String, List<Double>> r : bytes.entrySet()) {
+      System.out.printf(
+          "median bytes allocated/op  %-12s %6.1f%n", r.getKey(), median(r.getValue()));
+    }
+    printRatios("ratio", ratios);
+    printRatios("CPU-time ratio", cpuRatios);
     System.out.printf(
         "ratio idem-facade / idem-own-store (one shared store / a store per thread): median %.2f%n",
         median(sharing));
     store.close();
     for (MemoryDedupStore s : ownStores) {
       s.close();
+    }
+  }
+
+  private static void printRatios(String what, Map<String, List<Double>> ratios) {
+    for (Map.Entry<String, List<Double>> r : ratios.entrySet()) {
+      double[] sorted = r.getValue().stream().mapToDouble(Double::doubleValue).sorted().toArray();
+      System.out.printf(
+          "%s %-12s / camel: median %.2f (lowest %.2f, highest %.2f over %d rounds)%n",
+          what,
+          r.getKey(),
+          median(r.getValue()),
+          sorted[0],
+          sorted[sorted.length - 1],
+          sorted.length);
     }
   }
 
@@ -189,12 +235,16 @@ public final class MemoryStoreAlternating {
   private double slot(Contender c, int threads, long millis) throws InterruptedException {
     AtomicBoolean stop = new AtomicBoolean();
     long[] done = new long[threads * 16];
+    long[] cpu = new long[threads * 16];
+    long[] allocated = new long[threads * 16];
     Thread[] workers = new Thread[threads];
     for (int t = 0; t < threads; t++) {
       int thread = t;
       workers[t] =
           new Thread(
               () -> {
+                long cpuStart = THREADS.getCurrentThreadCpuTime();
+                long bytesStart = allocatedBytes();
                 int i = next[thread];
                 long token = ((long) thread + 1) << 40 | (long) i << 8;
                 long n = 0;
@@ -205,6 +255,8 @@ public final class MemoryStoreAlternating {
                 }
                 next[thread] = i;
                 done[thread * 16] = n;
+                cpu[thread * 16] = THREADS.getCurrentThreadCpuTime() - cpuStart;
+                allocated[thread * 16] = allocatedBytes() - bytesStart;
               });
     }
     long start = System.nanoTime();
@@ -214,11 +266,24 @@ public final class MemoryStoreAlternating {
     Thread.sleep(millis);
     stop.set(true);
     long total = 0;
+    long cpuTotal = 0;
+    long bytesTotal = 0;
     for (int t = 0; t < threads; t++) {
       workers[t].join();
       total += done[t * 16];
+      cpuTotal += cpu[t * 16];
+      bytesTotal += allocated[t * 16];
     }
+    lastCpuNanosPerOp = (double) cpuTotal / Math.max(1, total);
+    lastBytesPerOp = (double) bytesTotal / Math.max(1, total);
     return total / ((System.nanoTime() - start) / 1e9);
+  }
+
+  /** Bytes the calling thread allocated so far, or 0 where the JVM does not count them. */
+  private static long allocatedBytes() {
+    return THREADS instanceof com.sun.management.ThreadMXBean counting
+        ? counting.getCurrentThreadAllocatedBytes()
+        : 0;
   }
 
   private static double median(List<Double> values) {
