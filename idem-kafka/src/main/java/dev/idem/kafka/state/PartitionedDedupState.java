@@ -240,6 +240,7 @@ public final class PartitionedDedupState implements AutoCloseable {
         if (!started.isEmpty()) {
           consumer.pause(started);
         }
+        LOG.debug("assigned {}: paused to restore {}", partitions, started);
       }
     };
   }
@@ -302,11 +303,25 @@ public final class PartitionedDedupState implements AutoCloseable {
         }
       }
     } while (!restoring.isEmpty() && System.nanoTime() - deadline < 0);
+    if (LOG.isDebugEnabled() && !restoring.isEmpty()) {
+      StringBuilder b = new StringBuilder();
+      for (Restore r : restoring.values()) {
+        TopicPartition cl = new TopicPartition(config.changelogTopic(), r.store.partition());
+        b.append(' ')
+            .append(r.store.partition())
+            .append(": at ")
+            .append(restorer.position(cl))
+            .append(" of ")
+            .append(r.endOffset);
+      }
+      LOG.debug("still restoring{} (restorer assigned {})", b, restorer.assignment());
+    }
     if (!ready.isEmpty()) {
       reassignRestorer();
       Set<TopicPartition> assigned = consumer.assignment();
       List<TopicPartition> resume = ready.stream().filter(assigned::contains).toList();
       consumer.resume(resume);
+      LOG.debug("resumed {} (ready {}, paused now {})", resume, ready, consumer.paused());
     }
     return ready;
   }
