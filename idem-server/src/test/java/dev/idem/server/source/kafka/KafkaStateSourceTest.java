@@ -3,6 +3,7 @@ package dev.idem.server.source.kafka;
 import static dev.idem.server.source.kafka.KafkaFixtures.serve;
 import static dev.idem.server.source.kafka.KafkaFixtures.uncommitted;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -12,6 +13,9 @@ import dev.idem.server.IdemServer;
 import dev.idem.server.config.ConfigLoader;
 import dev.idem.server.config.IdemConfig;
 import java.io.IOException;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -104,12 +108,14 @@ class KafkaStateSourceTest {
       produceKeyed(producer, topic, second);
       Path out2 = dir.resolve("out-2.jsonl");
       String metrics;
+      JsonNode health;
       try (IdemServer two = serve(config(kafka.bootstrapServers(), topic, "state-2", out2))) {
         await()
             .atMost(Duration.ofSeconds(90))
             .pollInterval(Duration.ofMillis(200))
             .until(() -> uncommitted(kafka.bootstrapServers(), "kstate", topic) == 0);
         metrics = two.runtime().prometheus().scrape();
+        health = health(two);
       }
 
       // then only the new orders are delivered: the repeats were judged by the restored keys
@@ -123,6 +129,24 @@ class KafkaStateSourceTest {
           .containsPattern("idem_kafka_state_restore_records_total\\{pipeline=\"orders\"} [1-9]")
           .containsPattern(
               "idem_kafka_state_restore_seconds_count\\{pipeline=\"orders\"} 3(\\.0)?\\b");
+      // and /health shows the local state: every partition ready, none restoring, no write error
+      JsonNode state = null;
+      for (JsonNode st : health.get("stores")) {
+        if (st.get("store").asText().startsWith("kafka-state:")) {
+          state = st;
+        }
+      }
+      assertThat(state).as("the local state in /health: " + health).isNotNull();
+      assertThat(state.get("status").asText()).isEqualTo("up");
+      JsonNode d = state.get("details");
+      assertThat(d.get("ready_partitions").toString()).isEqualTo("[0,1,2]");
+      assertThat(d.get("restoring_partitions").toString()).isEqualTo("[]");
+      assertThat(d.get("restore_remaining_records").asLong()).isZero();
+      assertThat(d.get("restored_partitions").asInt()).isEqualTo(3);
+      assertThat(d.get("changelog_send_errors").asLong()).isZero();
+      assertThat(metrics)
+          .containsPattern("idem_kafka_state_restore_remaining_records\\{pipeline=\"orders\"} 0")
+          .contains("idem_kafka_state_changelog_send_errors_total{pipeline=\"orders\"} 0");
     }
   }
 
@@ -218,6 +242,29 @@ class KafkaStateSourceTest {
         assertThat(lines(out)).hasSize(21);
       }
     }
+  }
+
+  @Test
+  void aMissingInputTopicFailsTheStartWithWhatToCreate() throws Exception {
+    try (KafkaBroker kafka = KafkaBroker.start()) {
+      String topic = KafkaBroker.uniqueTopic("kstate-missing");
+      assertThatThrownBy(
+              () ->
+                  serve(config(kafka.bootstrapServers(), topic, "state", dir.resolve("o.jsonl")))
+                      .close())
+          .hasMessageContaining("source.kafka.state cannot open")
+          .hasMessageContaining("the input topic " + topic + " does not exist")
+          .hasMessageContaining("--create --topic " + topic);
+    }
+  }
+
+  private static JsonNode health(IdemServer server) throws Exception {
+    HttpResponse<String> r =
+        HttpClient.newHttpClient()
+            .send(
+                HttpRequest.newBuilder(server.uri().resolve("/health")).build(),
+                HttpResponse.BodyHandlers.ofString());
+    return JSON.readTree(r.body());
   }
 
   private static GroupState groupState(String bootstrap) throws Exception {
