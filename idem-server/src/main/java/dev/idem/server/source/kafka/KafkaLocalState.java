@@ -64,7 +64,8 @@ import org.slf4j.LoggerFactory;
  * and {@code idem_kafka_state_changelog_send_errors_total}, tagged with the pipeline. {@code
  * /health} lists the state as a store with {@code "details"} (ready and restoring partitions,
  * offsets left to restore, changelog write errors); it is down while a missed changelog write
- * forces a resync.
+ * forces a resync. A zombie owner (paused past its session) is not fenced before it acts: it
+ * finishes about one poll, whose offset commit then fails on the generation (see docs/sources.md).
  */
 public final class KafkaLocalState implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(KafkaLocalState.class);
