@@ -136,6 +136,7 @@ public final class DedupPollLoop<K, V> {
     settler.resumeDue(tp -> true);
     ConsumerRecords<K, V> records = consumer.poll(pollTimeout);
     if (records.isEmpty()) {
+      settler.commitOffsets(Map.of()); // what a rebalance refused before
       return new PollSummary(0, 0, 0, 0);
     }
     Map<TopicPartition, PartitionSettler.Items<K, V>> byPartition = new LinkedHashMap<>();

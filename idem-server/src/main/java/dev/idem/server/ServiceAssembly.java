@@ -114,11 +114,15 @@ public final class ServiceAssembly {
     List<Pipeline> pipelines = new ArrayList<>();
     List<WebhookSource> webhooks = new ArrayList<>();
     List<EventSource> sources = new ArrayList<>();
+    List<DedupStore> localStores = new ArrayList<>(); // source.kafka.state, for /health
     ScheduledExecutorService renewals = renewalTimer();
     background.add(renewals::shutdownNow);
     try {
       for (PipelineSettings p : config.pipelines()) {
         KafkaLocalState local = localState(p, metrics, time);
+        if (local != null) {
+          localStores.add(local.store());
+        }
         Pipeline pipeline =
             pipeline(config, p, stores, local, edge, time, metrics, background, sinks, renewals);
         pipelines.add(pipeline);
@@ -149,16 +153,10 @@ public final class ServiceAssembly {
           .close();
       throw e;
     }
+    List<DedupStore> all = new ArrayList<>(stores.values());
+    all.addAll(localStores);
     return new ServiceRuntime(
-        pipelines,
-        webhooks,
-        sources,
-        new ArrayList<>(stores.values()),
-        background,
-        sinks,
-        metrics,
-        prometheus,
-        edge::decode);
+        pipelines, webhooks, sources, all, background, sinks, metrics, prometheus, edge::decode);
   }
 
   /**

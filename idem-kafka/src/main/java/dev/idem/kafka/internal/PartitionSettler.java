@@ -43,7 +43,7 @@ import org.slf4j.LoggerFactory;
  *       elsewhere, or failed with {@link FailureAction#RETRY}): releases its key and those after
  *       it, seeks back to it and pauses the partition for the back-off;
  *   <li>{@link #resumeDue} resumes paused partitions whose back-off passed; {@link #commitOffsets}
- *       commits what was settled.
+ *       commits what was settled (and what a rebalance in progress refused before).
  * </ol>
  *
  * @param <K> the record key type
@@ -59,6 +59,7 @@ public final class PartitionSettler<K, V> {
   private final long backoffNanos;
   private final TimeSource time;
   private final Map<TopicPartition, Long> pausedUntil = new HashMap<>();
+  private final Map<TopicPartition, OffsetAndMetadata> refused = new HashMap<>();
 
   /**
    * Makes the shared part of a loop.
@@ -301,6 +302,7 @@ public final class PartitionSettler<K, V> {
    */
   public void forget(TopicPartition tp) {
     pausedUntil.remove(tp);
+    refused.remove(tp);
   }
 
   /**
@@ -321,18 +323,31 @@ public final class PartitionSettler<K, V> {
   }
 
   /**
-   * Commits the settled offsets; a rebalance meanwhile is logged (their records come again, and
-   * their keys are committed, so they are duplicates).
+   * Commits the settled offsets, with those a rebalance refused before. A commit refused because a
+   * rebalance is in progress (with the cooperative assignor the consumer keeps its partitions and
+   * polls on meanwhile) is kept and sent again with the next call, for the partitions still
+   * assigned; a commit refused because the partitions were lost is dropped (their records come
+   * again, and their keys are committed, so they are duplicates).
    *
-   * @param offsets the offsets
+   * @param offsets the offsets, or none to send only what was refused before
    */
   public void commitOffsets(Map<TopicPartition, OffsetAndMetadata> offsets) {
-    if (offsets.isEmpty()) {
+    if (!refused.isEmpty()) {
+      refused.keySet().retainAll(consumer.assignment());
+    }
+    if (offsets.isEmpty() && refused.isEmpty()) {
       return;
     }
+    Map<TopicPartition, OffsetAndMetadata> all = new HashMap<>(refused);
+    all.putAll(offsets); // a later batch is further on
     try {
-      consumer.commitSync(offsets);
-    } catch (CommitFailedException | RebalanceInProgressException e) {
+      consumer.commitSync(all);
+      refused.clear();
+    } catch (RebalanceInProgressException e) {
+      refused.putAll(all);
+      LOG.debug("offsets {} not committed during a rebalance; sent again after it", all);
+    } catch (CommitFailedException e) {
+      refused.clear();
       LOG.info(
           "offsets not committed ({}); their keys are committed, so their records come again as"
               + " duplicates",

@@ -190,6 +190,7 @@ public final class PartitionedDedupLoop<K, V> {
     sweepDue();
     ConsumerRecords<K, V> records = consumer.poll(pollTimeout);
     if (records.isEmpty()) {
+      settler.commitOffsets(Map.of()); // what a rebalance refused before
       return new PollSummary(0, 0, 0, 0);
     }
     PartitionSettler.Tally tally = new PartitionSettler.Tally();

@@ -26,6 +26,7 @@ import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
 import org.apache.kafka.clients.admin.Admin;
@@ -115,6 +116,7 @@ public final class PartitionedDedupState implements AutoCloseable {
   private final KafkaProducer<byte[], byte[]> producer;
   private final KafkaConsumer<byte[], byte[]> restorer;
   private final AtomicReference<@Nullable Exception> sendFailure = new AtomicReference<>();
+  private final AtomicLong sendErrors = new AtomicLong();
   private final Map<Integer, PartitionStore> owned = new HashMap<>();
   private final Map<Integer, Restore> restoring = new HashMap<>();
   private final List<RestoreStats> restored = new ArrayList<>();
@@ -194,8 +196,8 @@ public final class PartitionedDedupState implements AutoCloseable {
    *
    * @param config the settings
    * @return the open state; close it after the consumer
-   * @throws IdemConfigException if the changelog exists with another partition count than the input
-   *     topic, or is not compacted
+   * @throws IdemConfigException if the input topic does not exist, or the changelog exists with
+   *     another partition count than the input topic
    */
   public static PartitionedDedupState open(PartitionedStateConfig config) {
     return new PartitionedDedupState(Objects.requireNonNull(config, "config"));
@@ -240,6 +242,7 @@ public final class PartitionedDedupState implements AutoCloseable {
         if (!started.isEmpty()) {
           consumer.pause(started);
         }
+        LOG.debug("assigned {}: paused to restore {}", partitions, started);
       }
     };
   }
@@ -292,6 +295,8 @@ public final class PartitionedDedupState implements AutoCloseable {
           }
           restore.store.restoreAll(rs);
           restore.records += rs.size();
+          List<ConsumerRecord<byte[], byte[]>> all = polled.records(cl);
+          restore.position = Math.max(restore.position, all.get(all.size() - 1).offset() + 1);
         }
       }
       for (Restore restore : new ArrayList<>(restoring.values())) {
@@ -302,13 +307,51 @@ public final class PartitionedDedupState implements AutoCloseable {
         }
       }
     } while (!restoring.isEmpty() && System.nanoTime() - deadline < 0);
+    if (LOG.isDebugEnabled() && !restoring.isEmpty()) {
+      StringBuilder b = new StringBuilder();
+      for (Restore r : restoring.values()) {
+        TopicPartition cl = new TopicPartition(config.changelogTopic(), r.store.partition());
+        b.append(' ')
+            .append(r.store.partition())
+            .append(": at ")
+            .append(restorer.position(cl))
+            .append(" of ")
+            .append(r.endOffset);
+      }
+      LOG.debug("still restoring{} (restorer assigned {})", b, restorer.assignment());
+    }
     if (!ready.isEmpty()) {
       reassignRestorer();
       Set<TopicPartition> assigned = consumer.assignment();
       List<TopicPartition> resume = ready.stream().filter(assigned::contains).toList();
       consumer.resume(resume);
+      LOG.debug("resumed {} (ready {}, paused now {})", resume, ready, consumer.paused());
     }
     return ready;
+  }
+
+  /**
+   * Returns, per partition being restored, how many changelog offsets are left to read (an upper
+   * bound: compaction leaves gaps).
+   *
+   * @return input partition number to offsets left
+   */
+  public Map<Integer, Long> restoreRemaining() {
+    Map<Integer, Long> out = new HashMap<>();
+    for (Restore r : restoring.values()) {
+      out.put(r.store.partition(), Math.max(0, r.endOffset - r.position));
+    }
+    return out;
+  }
+
+  /**
+   * Returns how many changes the changelog's producer could not write since the state opened (each
+   * makes the next {@link #flush()} fail). Thread-safe.
+   *
+   * @return the count
+   */
+  public long changelogSendErrors() {
+    return sendErrors.get();
   }
 
   /**
@@ -612,6 +655,7 @@ public final class PartitionedDedupState implements AutoCloseable {
         new ProducerRecord<>(config.changelogTopic(), partition, key, value),
         (md, e) -> {
           if (e != null) {
+            sendErrors.incrementAndGet();
             sendFailure.compareAndSet(null, e);
           }
         });
@@ -639,11 +683,26 @@ public final class PartitionedDedupState implements AutoCloseable {
     config.clientConfig().forEach((k, v) -> a.put(k, v));
     try (Admin admin =
         Admin.create(only(a, org.apache.kafka.clients.admin.AdminClientConfig.configNames()))) {
-      Map<String, TopicDescription> input =
-          admin
-              .describeTopics(List.of(config.inputTopic()))
-              .allTopicNames()
-              .get(30, TimeUnit.SECONDS);
+      Map<String, TopicDescription> input;
+      try {
+        input =
+            admin
+                .describeTopics(List.of(config.inputTopic()))
+                .allTopicNames()
+                .get(30, TimeUnit.SECONDS);
+      } catch (ExecutionException e) {
+        if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+          throw new IdemConfigException(
+              "the input topic "
+                  + config.inputTopic()
+                  + " does not exist: create it first (e.g. kafka-topics.sh --create --topic "
+                  + config.inputTopic()
+                  + " --partitions <n>); its partition count is the state's, and the changelog "
+                  + config.changelogTopic()
+                  + " is created with as many");
+        }
+        throw e;
+      }
       int partitions = input.get(config.inputTopic()).partitions().size();
       try {
         NewTopic topic =
@@ -730,6 +789,7 @@ public final class PartitionedDedupState implements AutoCloseable {
     final long endOffset;
     final long startNanos = System.nanoTime();
     long records;
+    long position;
 
     Restore(PartitionStore store, long endOffset) {
       this.store = store;

@@ -9,6 +9,7 @@ import dev.idem.DedupConfig;
 import dev.idem.Deduplicator;
 import dev.idem.IdemConfigException;
 import dev.idem.Scope;
+import dev.idem.kafka.RecordKeys;
 import dev.idem.kafka.testing.KafkaBroker;
 import dev.idem.key.KeyEncoding;
 import dev.idem.spi.KeyState;
@@ -17,10 +18,18 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.CloseOptions;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -178,5 +187,129 @@ class PartitionedDedupStateTest {
     Decision decision = d.reserve(KeyEncoding.ofString(key));
     assertThat(decision).isInstanceOf(Decision.Acquired.class);
     ((Decision.Acquired) decision).reservation().commit();
+  }
+
+  @Test
+  void offsetsRefusedWhileACooperativeRebalanceIsPendingAreCommittedOnceItCompletes()
+      throws Exception {
+    String topic = KafkaBroker.uniqueTopic("unit-rebalance");
+    String other = KafkaBroker.uniqueTopic("unit-other");
+    String group = KafkaBroker.uniqueTopic("g-rebalance");
+    kafka.createTopic(topic, 1);
+    kafka.createTopic(other, 1);
+    TopicPartition p0 = new TopicPartition(topic, 0);
+    Map<String, Object> member = kafka.consumerConfig(group);
+    member.put(
+        ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+        CooperativeStickyAssignor.class.getName());
+    member.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 100);
+    member.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, 120_000);
+    AtomicInteger handled = new AtomicInteger();
+    try (PartitionedDedupState state = open(topic, "rebalance");
+        KafkaConsumer<String, String> consumer = new KafkaConsumer<>(member);
+        KafkaConsumer<String, String> idle = new KafkaConsumer<>(member);
+        KafkaConsumer<String, String> joiner = new KafkaConsumer<>(member);
+        KafkaProducer<String, String> producer = kafka.producer();
+        Admin admin = Admin.create(Map.of("bootstrap.servers", kafka.bootstrapServers()))) {
+      PartitionedDedupLoop<String, String> loop =
+          PartitionedDedupLoop.<String, String>builder(
+                  consumer,
+                  state,
+                  store -> Deduplicator.builder(store, SCOPE).build(),
+                  RecordKeys.recordKey(),
+                  r -> handled.incrementAndGet())
+              .build()
+              .subscribe();
+      // given a loop that owns the topic's partition, and a group member (on another topic) that
+      // joined and stopped polling
+      producer.send(new ProducerRecord<>(topic, "k-0", "v")).get();
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(
+              () -> {
+                loop.pollOnce(Duration.ofMillis(100));
+                return handled.get() == 1;
+              });
+      idle.subscribe(List.of(other));
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(
+              () -> {
+                idle.poll(Duration.ofMillis(100));
+                loop.pollOnce(Duration.ofMillis(100));
+                return !idle.assignment().isEmpty();
+              });
+
+      // when a third member joins (the rebalance waits for the idle one) and the loop goes on
+      // settling its partition's records until a commit of theirs is refused
+      joiner.subscribe(List.of(other));
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(
+              () -> {
+                joiner.poll(Duration.ofMillis(100));
+                loop.pollOnce(Duration.ofMillis(100));
+                return groupState(admin, group) == GroupState.PREPARING_REBALANCE;
+              });
+      long end = 1;
+      while (committed(admin, group, p0) == end && end < 50) {
+        producer.send(new ProducerRecord<>(topic, "k-" + end, "v")).get();
+        end++;
+        long want = end;
+        await()
+            .atMost(Duration.ofSeconds(60))
+            .until(
+                () -> {
+                  loop.pollOnce(Duration.ofMillis(100));
+                  return handled.get() == want;
+                });
+      }
+      assertThat(committed(admin, group, p0))
+          .as("a commit was refused while the rebalance was pending")
+          .isLessThan(end);
+      assertThat(groupState(admin, group)).isEqualTo(GroupState.PREPARING_REBALANCE);
+
+      // then once the idle member rejoins and the rebalance completes, the refused offsets are
+      // committed although no record comes after them
+      long last = end;
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(
+              () -> {
+                idle.poll(Duration.ofMillis(50));
+                joiner.poll(Duration.ofMillis(50));
+                loop.pollOnce(Duration.ofMillis(50));
+                return committed(admin, group, p0) == last;
+              });
+      assertThat(handled.get()).isEqualTo(last);
+    }
+  }
+
+  @Test
+  void aMissingInputTopicFailsTheOpenWithWhatToCreate() {
+    String topic = KafkaBroker.uniqueTopic("missing");
+    assertThatThrownBy(() -> open(topic, "missing"))
+        .isInstanceOf(IdemConfigException.class)
+        .hasMessageContaining("the input topic " + topic + " does not exist")
+        .hasMessageContaining("--create --topic " + topic);
+  }
+
+  private static GroupState groupState(Admin admin, String group) throws Exception {
+    return admin
+        .describeConsumerGroups(List.of(group))
+        .all()
+        .get(30, TimeUnit.SECONDS)
+        .get(group)
+        .groupState();
+  }
+
+  private static long committed(Admin admin, String group, TopicPartition tp) throws Exception {
+    OffsetAndMetadata o =
+        admin
+            .listConsumerGroupOffsets(group)
+            .partitionsToOffsetAndMetadata()
+            .get(30, TimeUnit.SECONDS)
+            .get(tp);
+    return o == null ? 0 : o.offset();
   }
 }

@@ -81,7 +81,7 @@ class PartitionedStateFailoverTest {
     try {
       // The child alone owns every partition first; the survivors join once it is acting.
       await()
-          .atMost(Duration.ofSeconds(30))
+          .atMost(Duration.ofSeconds(120))
           .until(() -> lines(killedSink, "D ").size() >= 50 || !child.isAlive());
       assertThat(child.isAlive()).as("child JVM, see killed.log").isTrue();
       for (String name : List.of("a", "b")) {
@@ -105,7 +105,7 @@ class PartitionedStateFailoverTest {
       // Kill it mid-run, after the survivors joined (a rebalance) and it acted on more records.
       int[] before = {Integer.MAX_VALUE};
       await()
-          .atMost(Duration.ofSeconds(30))
+          .atMost(Duration.ofSeconds(90))
           .until(
               () -> {
                 int acted = lines(killedSink, "A ").size();

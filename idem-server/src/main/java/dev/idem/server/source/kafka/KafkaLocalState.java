@@ -59,8 +59,13 @@ import org.slf4j.LoggerFactory;
  * consumer thread is deciding; commit, release and extend (from any thread) go where their
  * reservation was made; the admin API's inspect, forget and clear see every partition this instance
  * owns, and only those. Metrics: {@code idem_kafka_state_restore_seconds} (a timer, one sample per
- * restored partition), {@code idem_kafka_state_restore_records_total} (changelog records read) and
- * {@code idem_kafka_state_restoring_partitions}, tagged with the pipeline.
+ * restored partition), {@code idem_kafka_state_restore_records_total} (changelog records read),
+ * {@code idem_kafka_state_restoring_partitions}, {@code idem_kafka_state_restore_remaining_records}
+ * and {@code idem_kafka_state_changelog_send_errors_total}, tagged with the pipeline. {@code
+ * /health} lists the state as a store with {@code "details"} (ready and restoring partitions,
+ * offsets left to restore, changelog write errors); it is down while a missed changelog write
+ * forces a resync. A zombie owner (paused past its session) is not fenced before it acts: it
+ * finishes about one poll, whose offset commit then fails on the generation (see docs/sources.md).
  */
 public final class KafkaLocalState implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(KafkaLocalState.class);
@@ -82,10 +87,11 @@ public final class KafkaLocalState implements AutoCloseable {
   private final Counter restoreRecords;
   private volatile @Nullable PartitionedDedupState state;
   private @Nullable ConsumerRebalanceListener stateListener;
-  private boolean resyncNeeded;
+  private volatile boolean resyncNeeded;
   private final TimeSource time;
   private volatile int restoringCount;
-  private int restoresSeen;
+  private volatile Map<Integer, Long> restoreRemaining = Map.of();
+  private volatile int restoresSeen;
   private long nextSweepNanos;
 
   /**
@@ -116,6 +122,23 @@ public final class KafkaLocalState implements AutoCloseable {
             .register(registry);
     Gauge.builder("idem_kafka_state_restoring_partitions", this, s -> s.restoringCount)
         .description("Partitions paused while their dedup state is restored")
+        .tag("pipeline", pipeline)
+        .register(registry);
+    Gauge.builder(
+            "idem_kafka_state_restore_remaining_records",
+            this,
+            s -> s.restoreRemaining.values().stream().mapToLong(Long::longValue).sum())
+        .description("Changelog offsets left to read by the restores under way (an upper bound)")
+        .tag("pipeline", pipeline)
+        .register(registry);
+    io.micrometer.core.instrument.FunctionCounter.builder(
+            "idem_kafka_state_changelog_send_errors",
+            this,
+            s -> {
+              PartitionedDedupState st = s.state;
+              return st == null ? 0 : st.changelogSendErrors();
+            })
+        .description("Key changes the changelog producer could not write (each forces a resync)")
         .tag("pipeline", pipeline)
         .register(registry);
   }
@@ -254,6 +277,7 @@ public final class KafkaLocalState implements AutoCloseable {
     }
     restoresSeen = all.size();
     restoringCount = restoringNow();
+    restoreRemaining = Map.copyOf(s.restoreRemaining());
   }
 
   /**
@@ -361,6 +385,7 @@ public final class KafkaLocalState implements AutoCloseable {
     if (s == null) {
       return 0;
     }
+    restoreRemaining = Map.copyOf(s.restoreRemaining());
     int n = 0;
     for (int p : s.ownedPartitions()) {
       if (!ready.containsKey(p)) {
@@ -398,8 +423,43 @@ public final class KafkaLocalState implements AutoCloseable {
     return "kafka-state:" + settings.changelogTopic() + "@" + stateSettings.dir();
   }
 
+  /** What {@code /health} shows of this state; see {@link Routed#healthDetails()}. */
+  private Map<String, Object> details() {
+    PartitionedDedupState s = state;
+    Map<String, Object> d = new java.util.LinkedHashMap<>();
+    d.put("changelog", settings.changelogTopic());
+    d.put("open", s != null);
+    d.put("ready_partitions", new java.util.TreeSet<>(ready.keySet()));
+    d.put("restoring_partitions", new java.util.TreeSet<>(restoreRemaining.keySet()));
+    d.put(
+        "restore_remaining_records",
+        restoreRemaining.values().stream().mapToLong(Long::longValue).sum());
+    d.put("restored_partitions", restoresSeen);
+    d.put("changelog_send_errors", s == null ? 0 : s.changelogSendErrors());
+    d.put("resyncing", resyncNeeded);
+    return d;
+  }
+
   /** The pipeline's store: routes each operation to one partition's keys. */
-  private final class Routed implements DedupStore {
+  private final class Routed implements DedupStore, dev.idem.server.http.HealthCheck.Details {
+    @Override
+    public Map<String, Object> healthDetails() {
+      return details();
+    }
+
+    /** Down while a missed changelog write forces every partition to be rebuilt. */
+    @Override
+    public void checkHealth() {
+      if (resyncNeeded) {
+        throw new StoreUnavailableException(
+            describe(),
+            true,
+            "a key change could not be written to the changelog "
+                + settings.changelogTopic()
+                + "; no offset is committed until every partition is restored again");
+      }
+    }
+
     @Override
     public ReserveResult reserve(ReserveRequest request) {
       return reserveAll(List.of(request)).get(0);

@@ -37,6 +37,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -277,6 +278,13 @@ public final class KafkaSource implements EventSource {
         } catch (WakeupException e) {
           break;
         }
+        if (!records.isEmpty() && LOG.isDebugEnabled()) {
+          LOG.debug(
+              "pipeline={} source.kafka polled {} records of {}",
+              pipeline.id(),
+              records.count(),
+              records.partitions());
+        }
         for (TopicPartition tp : records.partitions()) {
           handle(c, tp, records.records(tp));
         }
@@ -461,6 +469,11 @@ public final class KafkaSource implements EventSource {
         }
       }
       c.resume(resume);
+      LOG.debug(
+          "pipeline={} source.kafka resumed {} after a backoff (paused now {})",
+          pipeline.id(),
+          resume,
+          c.paused());
     }
   }
 
@@ -532,16 +545,27 @@ public final class KafkaSource implements EventSource {
       return;
     }
     if (state != null && !state.flushed()) {
+      LOG.debug("pipeline={} source.kafka commit of {} deferred", pipeline.id(), offsets);
       return; // the changelog must never be behind a committed offset; tried again next time
     }
     try {
       c.commitSync(offsets);
       offsets.keySet().forEach(toCommit::remove);
+      LOG.debug("pipeline={} source.kafka committed {}", pipeline.id(), offsets);
     } catch (WakeupException e) {
       // close() woke the consumer: commit once more, then stop.
       c.commitSync(offsets);
       offsets.keySet().forEach(toCommit::remove);
       throw e;
+    } catch (RebalanceInProgressException e) {
+      // A (cooperative) rebalance is under way and the partitions are still ours: keep the offsets
+      // and commit them after a later poll. Dropping them left a partition whose last records
+      // were settled during a rebalance uncommitted for good (lag that never clears, and those
+      // records read again after the next restart or rebalance): issue 16's stall.
+      LOG.debug(
+          "pipeline={} source.kafka commit of {} deferred: a rebalance is in progress",
+          pipeline.id(),
+          offsets);
     } catch (KafkaException e) {
       // Lost the partitions meanwhile (a rebalance): the new owner reads the records again, which
       // are duplicates for the store.

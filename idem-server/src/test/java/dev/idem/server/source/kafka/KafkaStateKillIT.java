@@ -29,11 +29,13 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Issue 16 §2 end to end: three {@code idem serve} instances (the packaged jar) in one consumer
@@ -51,23 +53,29 @@ import org.junit.jupiter.api.io.TempDir;
  *
  * <p>{@code idem.kstate.kill.orders} sets the unique orders (default 1,000; {@code -Psoak} 20,000).
  *
- * <p>Runs under {@code -Psoak} only ({@code idem.kstate.kill=true}): in the default build on a
- * quiet machine it passed in 20 s once and once stalled after the fourth instance's cooperative
- * rebalance (no delivery for four minutes after the last restore), a liveness defect of the
- * service's local-state source that is open (issue 16); the library's failover test (idem-kafka's
- * PartitionedStateFailoverTest) runs in every build.
+ * <p>Each instance's stdout and stderr (DEBUG for the local state and the source) stay under {@code
+ * target/it-kstate-kill/run-*}; on a failure the group's members, each partition's end and
+ * committed offsets and the logs' tails are printed into the failsafe report. It once stalled here
+ * after the fourth instance's rebalance (issue 16): a commit refused while a cooperative rebalance
+ * was pending dropped its offsets, so the last wait (zero lag) never ended; such offsets are now
+ * committed after the rebalance ({@code KafkaStateSourceTest} shows it deterministically).
  */
-@EnabledIfSystemProperty(
-    named = "idem.kstate.kill",
-    matches = "true",
-    disabledReason =
-        "a soak run: ./mvnw -B -pl idem-server -am verify -Psoak (see the class comment)")
 class KafkaStateKillIT {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final int MAX_POLL_RECORDS = 20;
   private static final HttpClient HTTP = HttpClient.newHttpClient();
 
-  @TempDir Path dir;
+  /** Kept after the run (under target/), so the instances' logs can be read after a failure. */
+  private final Path dir = newDir().toAbsolutePath();
+
+  private static Path newDir() {
+    try {
+      Files.createDirectories(Path.of("target", "it-kstate-kill"));
+      return Files.createTempDirectory(Path.of("target", "it-kstate-kill"), "run-");
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
 
   @Test
   void everyOrderIsActedOnOnceAcrossASigkilledInstanceWithPartitionedLocalState() throws Exception {
@@ -92,6 +100,7 @@ class KafkaStateKillIT {
             .ignoreExceptions() // the group exists once its first member joined
             .until(() -> assignedMembers(kafka.bootstrapServers()) == 3);
 
+        step("three instances assigned");
         // when the first part (70% of the orders, 30% repeats among them) is consumed
         List<String[]> first = new ArrayList<>();
         for (int i = 0; i < firstHalf; i++) {
@@ -106,6 +115,7 @@ class KafkaStateKillIT {
 
         // and one instance is killed mid-run, then the rest is produced: new orders, and repeats
         // of orders of every partition, the killed instance's included
+        step("first part consumed; killing instance-0");
         instances.get(0).kill();
         List<String[]> second = new ArrayList<>();
         int wantRepeats = (int) Math.round(unique * 0.3 / 0.7) - repeatsSoFar;
@@ -123,6 +133,7 @@ class KafkaStateKillIT {
             .pollInterval(Duration.ofMillis(200))
             .ignoreExceptions() // the group exists once its first member joined
             .until(() -> assignedMembers(kafka.bootstrapServers()) == 2);
+        step("survivors took over; starting instance-3");
         instances.add(new Instance(3, kafka.bootstrapServers()));
         await()
             .atMost(Duration.ofSeconds(120))
@@ -141,6 +152,7 @@ class KafkaStateKillIT {
                                 .count()
                             == unique);
 
+        step("all delivered and committed");
         // then every order was acted on once past its key; repeats only from the kill window
         List<JsonNode> lines = delivered(instances);
         Map<String, Set<String>> keysOf = new HashMap<>();
@@ -178,8 +190,12 @@ class KafkaStateKillIT {
             .as("partitions the newcomer restored when it joined")
             .isPositive();
       } catch (Exception | AssertionError e) {
+        // into the failsafe report's -output.txt; the full logs stay in dir
+        System.out.println("=== failed; instances' logs in " + dir.toAbsolutePath());
+        printGroup(kafka.bootstrapServers());
+        System.out.println("delivered lines: " + delivered(instances).size() + " of " + unique);
         for (Instance s : instances) {
-          s.printTail(); // into the failsafe report's -output.txt
+          s.printTail();
         }
         throw e;
       } finally {
@@ -188,6 +204,10 @@ class KafkaStateKillIT {
         }
       }
     }
+  }
+
+  private static void step(String what) {
+    System.out.println(java.time.LocalTime.now() + " step: " + what);
   }
 
   /** An order, then (30% of the time) a repeat of an earlier order, after its original. */
@@ -217,6 +237,74 @@ class KafkaStateKillIT {
     producer.flush();
     for (Future<?> f : sent) {
       f.get(30, TimeUnit.SECONDS);
+    }
+  }
+
+  /** The group's members and assignments, and each partition's end and committed offsets. */
+  private static void printGroup(String bootstrap) {
+    Properties p = new Properties();
+    p.put("bootstrap.servers", bootstrap);
+    try (Admin admin = Admin.create(p)) {
+      ConsumerGroupDescription g =
+          admin
+              .describeConsumerGroups(List.of("ingest"))
+              .all()
+              .get(30, TimeUnit.SECONDS)
+              .get("ingest");
+      System.out.println(
+          "group ingest: state=" + g.groupState() + " members=" + g.members().size());
+      g.members()
+          .forEach(
+              m ->
+                  System.out.println(
+                      "  "
+                          + m.clientId()
+                          + " "
+                          + m.host()
+                          + " "
+                          + m.assignment().topicPartitions()));
+      Map<TopicPartition, OffsetAndMetadata> committed =
+          admin
+              .listConsumerGroupOffsets("ingest")
+              .partitionsToOffsetAndMetadata()
+              .get(30, TimeUnit.SECONDS);
+      for (String topic : List.of("orders", "ingest-orders-idem-changelog")) {
+        Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+        admin
+            .describeTopics(List.of(topic))
+            .allTopicNames()
+            .get(30, TimeUnit.SECONDS)
+            .get(topic)
+            .partitions()
+            .forEach(
+                q -> latest.put(new TopicPartition(topic, q.partition()), OffsetSpec.latest()));
+        Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends =
+            admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS);
+        new java.util.TreeMap<>(
+                ends.entrySet().stream()
+                    .collect(
+                        java.util.stream.Collectors.toMap(
+                            e -> e.getKey().partition(), e -> e.getValue().offset())))
+            .forEach(
+                (part, end) -> {
+                  OffsetAndMetadata c = committed.get(new TopicPartition(topic, part));
+                  System.out.println(
+                      "  "
+                          + topic
+                          + "-"
+                          + part
+                          + " end="
+                          + end
+                          + (topic.equals("orders")
+                              ? " committed="
+                                  + (c == null ? "none" : c.offset())
+                                  + " lag="
+                                  + (end - (c == null ? 0 : c.offset()))
+                              : ""));
+                });
+      }
+    } catch (Exception e) {
+      System.out.println("cannot describe the group: " + e);
     }
   }
 
@@ -258,6 +346,24 @@ class KafkaStateKillIT {
       home = Files.createDirectories(dir.resolve("instance-" + n));
       out = home.resolve("out.jsonl");
       port = KafkaFixtures.freePort();
+      // DEBUG for the local state and the source, so a stall can be read from the logs.
+      Files.writeString(
+          home.resolve("logback.xml"),
+          """
+          <configuration>
+            <appender name="ERR" class="ch.qos.logback.core.ConsoleAppender">
+              <target>System.err</target>
+              <encoder><pattern>%d{HH:mm:ss.SSS} %-5level [%thread] %logger{36} - %msg%n</pattern></encoder>
+            </appender>
+            <logger name="dev.idem.kafka.state" level="DEBUG"/>
+            <logger name="dev.idem.server.source.kafka" level="DEBUG"/>
+            <logger name="org.apache.kafka.clients.consumer.internals.ConsumerCoordinator" level="INFO"/>
+            <logger name="org.apache.kafka" level="WARN"/>
+            <logger name="org.eclipse.jetty" level="WARN"/>
+            <logger name="org.rocksdb" level="WARN"/>
+            <root level="INFO"><appender-ref ref="ERR"/></root>
+          </configuration>
+          """);
       Files.writeString(
           home.resolve("idem.yaml"),
           """
@@ -283,6 +389,7 @@ class KafkaStateKillIT {
           new ProcessBuilder(
                   java,
                   "-Xmx256m",
+                  "-Dlogback.configurationFile=" + home.resolve("logback.xml").toAbsolutePath(),
                   "-jar",
                   jar.toAbsolutePath().toString(),
                   "serve",
@@ -311,7 +418,8 @@ class KafkaStateKillIT {
       for (String f : List.of("stdout.txt", "stderr.txt")) {
         try {
           List<String> all = Files.readAllLines(home.resolve(f));
-          all.subList(Math.max(0, all.size() - 40), all.size()).forEach(System.out::println);
+          System.out.println("--- " + f + " (last 60 of " + all.size() + " lines)");
+          all.subList(Math.max(0, all.size() - 60), all.size()).forEach(System.out::println);
         } catch (IOException e) {
           System.out.println(f + ": " + e);
         }
