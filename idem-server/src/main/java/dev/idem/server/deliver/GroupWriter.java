@@ -1,6 +1,7 @@
 package dev.idem.server.deliver;
 
 import java.io.IOException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Writes records (whole lines) to an {@link Output} in groups, the way a database commits a group:
@@ -33,7 +34,7 @@ final class GroupWriter {
   /** What a caller learns of its record's group. */
   private static final class Group {
     boolean written; // guarded by lock
-    IOException failure; // guarded by lock; null when the write succeeded
+    @Nullable IOException failure; // guarded by lock; null when the write succeeded
   }
 
   private static final int INITIAL_BUFFER = 16 * 1024;
@@ -113,9 +114,12 @@ final class GroupWriter {
   }
 
   private void lead(Group group, byte[] bytes, int length) {
-    IOException failure = null;
+    // Until the write returns, the group counts as failed: an Error thrown out of it must not let
+    // the group's callers believe their records were written.
+    IOException failure = new IOException("the write of this group did not complete");
     try {
       output.write(bytes, length);
+      failure = null;
     } catch (IOException e) {
       failure = e;
     } catch (RuntimeException e) {

@@ -38,6 +38,7 @@ class GroupWriterTest {
     final List<Integer> writes = new ArrayList<>();
     volatile CountDownLatch gate = new CountDownLatch(0);
     volatile IOException failNext;
+    volatile Error errorNext;
     volatile boolean closed;
     final AtomicInteger concurrent = new AtomicInteger();
     volatile int mostConcurrent;
@@ -47,6 +48,11 @@ class GroupWriterTest {
       int now = concurrent.incrementAndGet();
       mostConcurrent = Math.max(mostConcurrent, now);
       try {
+        Error error = errorNext; // read before the gate: a held write is not the one to fail
+        if (error != null) {
+          errorNext = null;
+          throw error;
+        }
         gate.await();
         IOException f = failNext;
         if (f != null) {
@@ -160,6 +166,46 @@ class GroupWriterTest {
 
     assertThat(writer.write(line("next"))).isTrue();
     assertThat(out.text()).isEqualTo("next\n");
+  }
+
+  @Test
+  void aGroupWhoseWriteThrewAnErrorCountsAsFailedForEveryCallerInIt() throws Exception {
+    Recording out = new Recording();
+    GroupWriter writer = new GroupWriter(out);
+    out.gate = new CountDownLatch(1);
+    Future<Boolean> first = pool.submit(() -> writer.write(line("first")));
+    await().atMost(Duration.ofSeconds(30)).until(() -> out.concurrent.get() == 1);
+    // Two callers append while the first write is held: they form the next group, whose write
+    // throws an Error (not an IOException)
+    Future<Boolean> a = pool.submit(() -> writer.write(line("a")));
+    Future<Boolean> b = pool.submit(() -> writer.write(line("b")));
+    await().atMost(Duration.ofSeconds(30)).until(() -> writer.pendingBytes() == 4);
+    out.errorNext = new AssertionError("the disk driver blew up");
+    out.gate.countDown();
+
+    assertThat(first.get(30, TimeUnit.SECONDS)).isTrue();
+    List<Throwable> failures = new ArrayList<>();
+    for (Future<Boolean> f : List.of(a, b)) {
+      try {
+        f.get(30, TimeUnit.SECONDS);
+      } catch (java.util.concurrent.ExecutionException e) {
+        failures.add(e.getCause());
+      }
+    }
+    // Neither caller believes its record was written: the leader sees the Error, the other an
+    // IOException saying the write did not complete
+    assertThat(failures).hasSize(2);
+    assertThat(failures)
+        .anySatisfy(t -> assertThat(t).isInstanceOf(AssertionError.class))
+        .anySatisfy(
+            t ->
+                assertThat(t)
+                    .isInstanceOf(IOException.class)
+                    .hasMessageContaining("did not complete"));
+    assertThat(out.text()).isEqualTo("first\n");
+    // And the writer goes on
+    assertThat(writer.write(line("after"))).isTrue();
+    assertThat(out.text()).isEqualTo("first\nafter\n");
   }
 
   @Test
