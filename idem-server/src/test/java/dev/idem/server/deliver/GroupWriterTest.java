@@ -228,8 +228,11 @@ class GroupWriterTest {
               }
             },
             pool);
-    Thread.sleep(100);
-    assertThat(out.closed).isFalse(); // a write still runs
+    // While a write still runs, close waits: the output stays open and close does not return
+    await()
+        .during(Duration.ofMillis(200))
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> !out.closed && !closing.isDone());
     out.gate.countDown();
 
     closing.get(30, TimeUnit.SECONDS);
