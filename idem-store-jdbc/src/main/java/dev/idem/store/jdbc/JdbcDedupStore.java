@@ -733,11 +733,11 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
 
   /**
    * {@link #commitAll} in the partitioned layout on MariaDB, in the caller's transaction, per chunk
-   * of keys in key order: locks their in-flight rows ({@code SELECT ... FOR UPDATE}), deletes those
-   * held by the committing token and not expired, and writes their committed rows in one multi-row
-   * insert; the steps of {@link #moveToCommitted} for many keys at once. A key repeated in the
-   * batch is moved by its first commit; the others, like stale ones, are answered by {@link
-   * #committedWith}.
+   * of keys in key order: deletes their in-flight rows held by the committing token and not expired
+   * in one statement ({@link PartitionedSql#takeInflightRows}, whose javadoc says why one) and
+   * writes their committed rows in one multi-row insert; the steps of {@link #moveToCommitted} for
+   * many keys at once. A key repeated in the batch is moved by its first commit; the others, like
+   * stale ones, are answered by {@link #committedWith}.
    */
   private SettleResult[] moveAllToCommitted(Connection tx, PartitionedSql p, CommitRequest[] rs)
       throws SQLException {
@@ -760,18 +760,27 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     SettleResult[] out = new SettleResult[n];
     for (int from = 0; from < n; from += CHUNK) {
       int to = Math.min(n, from + CHUNK);
-      // scope + key -> the locked in-flight row's token, deadline and fingerprint
+      // scope + key + token -> the deadline and fingerprint of the in-flight row it held
       Map<String, Object[]> rows = new HashMap<>((to - from) * 2);
-      try (PreparedStatement ps = tx.prepareStatement(p.lockInflight(to - from))) {
+      long earliest = Long.MAX_VALUE;
+      try (PreparedStatement ps = tx.prepareStatement(p.takeInflightRows(to - from))) {
         for (int j = from; j < to; j++) {
           CommitRequest r = rs[order[j]];
-          ps.setString(1 + (j - from) * 2, scopes[order[j]]);
-          ps.setBytes(2 + (j - from) * 2, r.key().toBytes());
+          ps.setString(1 + (j - from) * 3, scopes[order[j]]);
+          ps.setBytes(2 + (j - from) * 3, r.key().toBytes());
+          ps.setLong(3 + (j - from) * 3, r.token());
+          earliest = Math.min(earliest, r.nowMillis());
         }
+        ps.setLong(1 + (to - from) * 3, earliest);
         try (ResultSet result = ps.executeQuery()) {
           while (result.next()) {
-            String id = result.getString(1) + '\n' + DedupKey.ofDigest(result.getBytes(2));
-            rows.put(id, new Object[] {result.getLong(3), result.getLong(4), result.getBytes(5)});
+            String id =
+                result.getString(1)
+                    + '\n'
+                    + DedupKey.ofDigest(result.getBytes(2))
+                    + '\n'
+                    + result.getLong(3);
+            rows.put(id, new Object[] {result.getLong(4), result.getBytes(5)});
           }
         }
       }
@@ -779,22 +788,17 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
       List<byte[]> fingerprints = new ArrayList<>();
       for (int j = from; j < to; j++) {
         CommitRequest r = rs[order[j]];
-        Object[] row = rows.get(scopes[order[j]] + '\n' + r.key());
-        if (row != null && (long) row[0] == r.token() && (long) row[1] > r.nowMillis()) {
-          rows.remove(scopes[order[j]] + '\n' + r.key()); // a repeat in the batch finds none
+        // A repeat in the batch, or another token's commit of the key, finds none. A lease that
+        // expired by its own commit's clock but not by the chunk's earliest one was deleted like
+        // a release (its key was free for a new reserve already) and answers stale.
+        Object[] row = rows.remove(scopes[order[j]] + '\n' + r.key() + '\n' + r.token());
+        if (row != null && (long) row[0] > r.nowMillis()) {
           moved.add(order[j]);
-          fingerprints.add((byte[]) row[2]);
+          fingerprints.add((byte[]) row[1]);
           out[order[j]] = SettleResult.APPLIED;
         }
       }
       if (!moved.isEmpty()) {
-        try (PreparedStatement ps = tx.prepareStatement(p.deleteInflight(moved.size()))) {
-          for (int m = 0; m < moved.size(); m++) {
-            ps.setString(1 + m * 2, scopes[moved.get(m)]);
-            ps.setBytes(2 + m * 2, rs[moved.get(m)].key().toBytes());
-          }
-          ps.executeUpdate();
-        }
         try (PreparedStatement ps = tx.prepareStatement(p.insertCommittedRows(moved.size()))) {
           for (int m = 0; m < moved.size(); m++) {
             CommitRequest r = rs[moved.get(m)];
