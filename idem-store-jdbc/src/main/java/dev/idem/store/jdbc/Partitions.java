@@ -145,24 +145,55 @@ final class Partitions {
     return null;
   }
 
+  /**
+   * PostgreSQL: creates a day's partition. Its DDL waits at most {@link #DDL_LOCK_TIMEOUT_MS} for
+   * the parent table's lock, which running statements hold (a batch of 500 keys on a loaded machine
+   * can hold it for longer), and is tried again after a short pause while the store's operation
+   * timeout allows another full wait: the commit that needs the partition waits for it instead of
+   * failing, and new statements queue behind the DDL for at most one wait at a time.
+   */
   private Void create(Connection c, long day) throws SQLException {
-    SqlExecutor.inTransaction(
-        c,
-        tx -> {
-          try (Statement st = tx.createStatement()) {
-            st.execute("SET LOCAL lock_timeout = '" + DDL_LOCK_TIMEOUT_MS + "ms'");
-          }
-          try (PreparedStatement lock = tx.prepareStatement("SELECT pg_advisory_xact_lock(?)")) {
-            lock.setLong(1, ("idem-schema:" + sql.keys).hashCode());
-            lock.execute();
-          }
-          try (Statement st = tx.createStatement()) {
-            st.execute(p.createPartition(day));
-          }
-          return null;
-        });
+    long started = System.nanoTime();
+    for (int attempt = 1; ; attempt++) {
+      try {
+        SqlExecutor.inTransaction(
+            c,
+            tx -> {
+              try (Statement st = tx.createStatement()) {
+                st.execute("SET LOCAL lock_timeout = '" + DDL_LOCK_TIMEOUT_MS + "ms'");
+              }
+              try (PreparedStatement lock =
+                  tx.prepareStatement("SELECT pg_advisory_xact_lock(?)")) {
+                lock.setLong(1, ("idem-schema:" + sql.keys).hashCode());
+                lock.execute();
+              }
+              try (Statement st = tx.createStatement()) {
+                st.execute(p.createPartition(day));
+              }
+              return null;
+            });
+        break;
+      } catch (SQLException e) {
+        long pauseMillis = Math.min(200, 25L << Math.min(attempt, 3));
+        long spentNanos = System.nanoTime() - started;
+        long nextNanos = (pauseMillis + DDL_LOCK_TIMEOUT_MS) * 1_000_000L;
+        if (!"55P03".equals(e.getSQLState()) || spentNanos + nextNanos > exec.budgetNanos()) {
+          throw e;
+        }
+        pause(pauseMillis);
+      }
+    }
     known.add(day);
     return null;
+  }
+
+  private static void pause(long millis) throws SQLException {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new SQLException("interrupted while waiting to create a partition", "57014", e);
+    }
   }
 
   /** A partition of the committed keys. */

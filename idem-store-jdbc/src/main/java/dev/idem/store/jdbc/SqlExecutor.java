@@ -100,6 +100,11 @@ final class SqlExecutor {
     return run(op, Mode.TRANSACTION, work);
   }
 
+  /** How long an operation may take, retries included ({@code Long.MAX_VALUE}: unbounded). */
+  long budgetNanos() {
+    return budgetNanos;
+  }
+
   private <T> T run(String op, Mode mode, Work<T> work) {
     long started = System.nanoTime();
     for (int attempt = 1; ; attempt++) {

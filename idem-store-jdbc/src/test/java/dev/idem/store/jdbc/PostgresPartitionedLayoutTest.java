@@ -162,6 +162,44 @@ class PostgresPartitionedLayoutTest {
     assertThat(query("SELECT count(*) FROM " + prefix + "keys_never")).isEqualTo(1);
   }
 
+  /**
+   * The first commit of a new day creates its partition, whose DDL waits at most {@link
+   * Partitions#DDL_LOCK_TIMEOUT_MS} for the parent table's lock. A statement that holds the table
+   * for longer than that (a large batch on a loaded machine) makes the DDL try again within the
+   * store's timeout, and the commit goes through once the statement is done instead of failing with
+   * "store unavailable".
+   */
+  @Test
+  void aNewDaysCommitWaitsOutAStatementThatHoldsTheTableLongerThanOneLockWait() throws Exception {
+    JdbcDedupStore store = open(b -> b.timeout(Duration.ofSeconds(20)));
+    Ttl threeDays = new Ttl(3 * DAY, Expiry.FIXED);
+    DedupKey k = key("late");
+    assertThat(store.reserve(reserve(k, 1, threeDays))).isInstanceOf(ReserveResult.Acquired.class);
+    assertThat(partitions()).doesNotContain(day(3));
+
+    java.util.concurrent.ScheduledExecutorService later =
+        Executors.newSingleThreadScheduledExecutor();
+    try (Connection holder = TestDb.connect(url)) {
+      holder.setAutoCommit(false);
+      try (Statement st = holder.createStatement()) {
+        st.execute("LOCK TABLE " + prefix + "keys IN ACCESS SHARE MODE");
+      }
+      // held through more than two of the DDL's lock waits
+      later.schedule(
+          () -> {
+            holder.commit();
+            return null;
+          },
+          Partitions.DDL_LOCK_TIMEOUT_MS * 5L / 2,
+          java.util.concurrent.TimeUnit.MILLISECONDS);
+      assertThat(store.commit(commit(k, 1, threeDays))).isEqualTo(SettleResult.APPLIED);
+    } finally {
+      later.shutdownNow();
+    }
+    assertThat(partitions()).contains(day(3));
+    assertThat(query("SELECT count(*) FROM " + day(3))).isEqualTo(1);
+  }
+
   @Test
   void theSweepDropsAPartitionOnceItsDayIsOverAndKeepsTheLiveOnes() throws SQLException {
     List<DedupKey> heard = new CopyOnWriteArrayList<>();
