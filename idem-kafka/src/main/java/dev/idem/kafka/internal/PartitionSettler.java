@@ -10,6 +10,7 @@ import dev.idem.kafka.DedupPollLoop.FailureAction;
 import dev.idem.kafka.DedupPollLoop.FailureHandler;
 import dev.idem.kafka.DedupPollLoop.RecordHandler;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -21,8 +22,11 @@ import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
+import org.apache.kafka.common.errors.WakeupException;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -303,6 +307,41 @@ public final class PartitionSettler<K, V> {
   public void forget(TopicPartition tp) {
     pausedUntil.remove(tp);
     refused.remove(tp);
+  }
+
+  /**
+   * For {@code onPartitionsRevoked}, where the consumer still owns the partitions: commits the
+   * offsets a rebalance refused before for the partitions being revoked, so that their next owner
+   * starts after the records settled here instead of reading them again, then forgets the
+   * partitions. A commit that fails is logged and dropped: the records come again, and their keys
+   * are committed, so they are duplicates.
+   *
+   * @param partitions the partitions being revoked
+   */
+  public void commitRevoked(Collection<TopicPartition> partitions) {
+    Map<TopicPartition, OffsetAndMetadata> leaving = new HashMap<>();
+    for (TopicPartition tp : partitions) {
+      OffsetAndMetadata o = refused.get(tp);
+      if (o != null) {
+        leaving.put(tp, o);
+      }
+    }
+    try {
+      if (!leaving.isEmpty()) {
+        consumer.commitSync(leaving);
+        LOG.debug("committed offsets {} of revoked partitions", leaving);
+      }
+    } catch (WakeupException | InterruptException e) {
+      throw e; // stop() or an interrupt: the caller's poll ends with it
+    } catch (KafkaException e) {
+      LOG.info(
+          "offsets {} of revoked partitions not committed ({}); their records come again as"
+              + " duplicates",
+          leaving,
+          e.toString());
+    } finally {
+      partitions.forEach(this::forget);
+    }
   }
 
   /**

@@ -123,7 +123,9 @@ public final class PartitionedDedupLoop<K, V> {
 
   /**
    * Returns the listener to subscribe with, if you subscribe yourself: the state's listener, which
-   * also forgets the loop's per-partition back-offs.
+   * also commits the offsets a pending rebalance refused for partitions being revoked (so that
+   * their next owner does not read those records again) and forgets the loop's per-partition
+   * back-offs.
    *
    * @return the listener
    */
@@ -132,6 +134,7 @@ public final class PartitionedDedupLoop<K, V> {
     return new ConsumerRebalanceListener() {
       @Override
       public void onPartitionsRevoked(java.util.Collection<TopicPartition> partitions) {
+        settler.commitRevoked(partitions); // what a pending rebalance refused, before they go
         forget(partitions);
         inner.onPartitionsRevoked(partitions);
       }

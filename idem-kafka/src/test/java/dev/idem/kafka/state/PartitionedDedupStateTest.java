@@ -286,6 +286,117 @@ class PartitionedDedupStateTest {
   }
 
   @Test
+  void offsetsRefusedWhileARebalanceIsPendingAreCommittedWhenTheirPartitionIsRevoked()
+      throws Exception {
+    String topic = KafkaBroker.uniqueTopic("unit-revoke");
+    String other = KafkaBroker.uniqueTopic("unit-revoke-other");
+    String group = KafkaBroker.uniqueTopic("g-revoke");
+    kafka.createTopic(topic, 2);
+    kafka.createTopic(other, 1);
+    List<TopicPartition> parts =
+        List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+    Map<String, Object> member = kafka.consumerConfig(group);
+    member.put(
+        ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+        CooperativeStickyAssignor.class.getName());
+    member.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 100);
+    member.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, 120_000);
+    AtomicInteger handled = new AtomicInteger();
+    try (PartitionedDedupState state = open(topic, "revoke");
+        KafkaConsumer<String, String> consumer = new KafkaConsumer<>(member);
+        KafkaConsumer<String, String> idle = new KafkaConsumer<>(member);
+        KafkaConsumer<String, String> joiner = new KafkaConsumer<>(member);
+        KafkaProducer<String, String> producer = kafka.producer();
+        Admin admin = Admin.create(Map.of("bootstrap.servers", kafka.bootstrapServers()))) {
+      PartitionedDedupLoop<String, String> loop =
+          PartitionedDedupLoop.<String, String>builder(
+                  consumer,
+                  state,
+                  store -> Deduplicator.builder(store, SCOPE).build(),
+                  RecordKeys.recordKey(),
+                  r -> handled.incrementAndGet())
+              .build()
+              .subscribe();
+      // given a loop that owns both partitions, and a group member (on another topic) that joined
+      // and stopped polling
+      long[] end = new long[2];
+      for (TopicPartition tp : parts) {
+        producer.send(new ProducerRecord<>(topic, tp.partition(), "k-" + tp + "-first", "v")).get();
+        end[tp.partition()] = 1;
+      }
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(
+              () -> {
+                loop.pollOnce(Duration.ofMillis(100));
+                return handled.get() == 2;
+              });
+      idle.subscribe(List.of(other));
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(
+              () -> {
+                idle.poll(Duration.ofMillis(100));
+                loop.pollOnce(Duration.ofMillis(100));
+                return !idle.assignment().isEmpty();
+              });
+
+      // when a member joins for the loop's topic (the rebalance waits for the idle one) and the
+      // loop goes on settling records of both partitions until commits of both are refused
+      joiner.subscribe(List.of(topic));
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(
+              () -> {
+                joiner.poll(Duration.ofMillis(100));
+                loop.pollOnce(Duration.ofMillis(100));
+                return groupState(admin, group) == GroupState.PREPARING_REBALANCE;
+              });
+      for (int round = 0;
+          round < 50
+              && (committed(admin, group, parts.get(0)) == end[0]
+                  || committed(admin, group, parts.get(1)) == end[1]);
+          round++) {
+        for (TopicPartition tp : parts) {
+          producer
+              .send(new ProducerRecord<>(topic, tp.partition(), "k-" + tp + "-" + round, "v"))
+              .get();
+          end[tp.partition()]++;
+        }
+        long want = end[0] + end[1];
+        await()
+            .atMost(Duration.ofSeconds(60))
+            .until(
+                () -> {
+                  loop.pollOnce(Duration.ofMillis(100));
+                  return handled.get() == want;
+                });
+      }
+      for (TopicPartition tp : parts) {
+        assertThat(committed(admin, group, tp))
+            .as("a commit of %s was refused while the rebalance was pending", tp)
+            .isLessThan(end[tp.partition()]);
+      }
+
+      // then once the idle member rejoins, the partition that moves to the joiner is revoked
+      // from the loop, which commits its refused offset on the way out: the joiner starts
+      // after the records the loop settled
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(
+              () -> {
+                idle.poll(Duration.ofMillis(50));
+                loop.pollOnce(Duration.ofMillis(50));
+                joiner.poll(Duration.ofMillis(50));
+                return !joiner.assignment().isEmpty();
+              });
+      TopicPartition moved = joiner.assignment().iterator().next();
+      assertThat(committed(admin, group, moved)).isEqualTo(end[moved.partition()]);
+      assertThat(handled.get()).isEqualTo((int) (end[0] + end[1]));
+    }
+  }
+
+  @Test
   void aMissingInputTopicFailsTheOpenWithWhatToCreate() {
     String topic = KafkaBroker.uniqueTopic("missing");
     assertThatThrownBy(() -> open(topic, "missing"))
