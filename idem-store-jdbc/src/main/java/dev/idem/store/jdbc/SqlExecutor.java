@@ -290,7 +290,10 @@ final class SqlExecutor {
                 + (unknown ? " (it may have been applied)" : "")
                 + ": "
                 + SqlErrors.describe(e)
-                + "; check that the database is up and reachable",
+                + (SqlErrors.isServerTimeout(e)
+                    ? "; the statement ran past the store's timeout (waiting on a lock another"
+                        + " session held, or a slow query): retry later, or raise timeout(..)"
+                    : "; check that the database is up and reachable"),
             e);
       }
       case ERROR ->
