@@ -568,6 +568,11 @@ final class JsonCanonicalizer {
     }
   }
 
+  /**
+   * Reads a number. An integer without fraction or exponent is read here, small enough for the JIT
+   * to inline into {@link #value}; every other number goes on in {@link #number(int, boolean, int,
+   * int)}.
+   */
   private void number() {
     byte[] in = this.in;
     int end = this.end;
@@ -578,15 +583,31 @@ final class JsonCanonicalizer {
       p++;
     }
     int intStart = p;
-    if (p < end && in[p] == '0') {
-      p++;
-    } else if (p < end && in[p] >= '1' && in[p] <= '9') {
+    if (p < end && in[p] >= '1' && in[p] <= '9') {
       p = scanDigits(in, p + 1, end);
+      if ((p >= end || (in[p] != '.' && (in[p] | 0x20) != 'e'))
+          && p - intStart <= JsonNumbers.PLAIN_DIGITS) {
+        // An integer of at most 21 digits is already canonical (its exact value, plain).
+        pos = p;
+        if (p - s > numberReach) {
+          numberReach = p - s;
+        }
+        return;
+      }
+    } else if (p < end && in[p] == '0') {
+      p++;
     } else {
       pos = p;
       throw error("a number needs a digit after '-'");
     }
-    int intEnd = p;
+    number(s, negative, intStart, p);
+  }
+
+  /** Reads the rest of a number from the end of its integer part, {@code intEnd}. */
+  private void number(int s, boolean negative, int intStart, int intEnd) {
+    byte[] in = this.in;
+    int end = this.end;
+    int p = intEnd;
     int fracStart = p;
     int fracEnd = p;
     if (p < end && in[p] == '.') {
