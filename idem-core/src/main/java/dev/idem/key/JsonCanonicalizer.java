@@ -569,9 +569,10 @@ final class JsonCanonicalizer {
   }
 
   /**
-   * Reads a number. An integer without fraction or exponent is read here, small enough for the JIT
-   * to inline into {@link #value}; every other number goes on in {@link #number(int, boolean, int,
-   * int)}.
+   * Reads a number. One that is canonical as written (an integer, or a decimal without trailing
+   * fraction zeros, of at most 21 integer digits not starting with 0, and no exponent: most
+   * numbers) is read here, small enough for the JIT to inline into {@link #value}; every other
+   * number goes on in {@link #number(int, boolean, int, int, int, int)}.
    */
   private void number() {
     byte[] in = this.in;
@@ -585,40 +586,42 @@ final class JsonCanonicalizer {
     int intStart = p;
     if (p < end && in[p] >= '1' && in[p] <= '9') {
       p = scanDigits(in, p + 1, end);
-      if ((p >= end || (in[p] != '.' && (in[p] | 0x20) != 'e'))
-          && p - intStart <= JsonNumbers.PLAIN_DIGITS) {
-        // An integer of at most 21 digits is already canonical (its exact value, plain).
-        pos = p;
-        if (p - s > numberReach) {
-          numberReach = p - s;
-        }
-        return;
-      }
     } else if (p < end && in[p] == '0') {
       p++;
     } else {
       pos = p;
       throw error("a number needs a digit after '-'");
     }
-    number(s, negative, intStart, p);
-  }
-
-  /** Reads the rest of a number from the end of its integer part, {@code intEnd}. */
-  private void number(int s, boolean negative, int intStart, int intEnd) {
-    byte[] in = this.in;
-    int end = this.end;
-    int p = intEnd;
-    int fracStart = p;
-    int fracEnd = p;
+    int intEnd = p;
     if (p < end && in[p] == '.') {
-      fracStart = ++p;
-      p = scanDigits(in, p, end);
-      if (p == fracStart) {
+      p = scanDigits(in, p + 1, end);
+      if (p == intEnd + 1) {
         pos = p;
         throw error("a number needs a digit after '.'");
       }
-      fracEnd = p;
     }
+    if ((p >= end || (in[p] | 0x20) != 'e')
+        && in[intStart] != '0'
+        && intEnd - intStart <= JsonNumbers.PLAIN_DIGITS
+        && (p == intEnd || in[p - 1] != '0')) {
+      pos = p;
+      if (p - s > numberReach) {
+        numberReach = p - s;
+      }
+      return;
+    }
+    number(s, negative, intStart, intEnd, p == intEnd ? p : intEnd + 1, p);
+  }
+
+  /**
+   * Reads the rest of a number, from the end of its fraction ({@code fracEnd}; {@code fracStart ==
+   * fracEnd == intEnd} if it has none).
+   */
+  private void number(
+      int s, boolean negative, int intStart, int intEnd, int fracStart, int fracEnd) {
+    byte[] in = this.in;
+    int end = this.end;
+    int p = fracEnd;
     long exponent = 0;
     boolean hasExponent = false;
     if (p < end && (in[p] == 'e' || in[p] == 'E')) {
