@@ -1,11 +1,18 @@
 package dev.idem.internal;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 
 /** Conversions between a 32-byte SHA-256 digest and the four big-endian longs that hold it. */
 public final class Sha256Words {
   private static final char[] HEX = "0123456789abcdef".toCharArray();
+
+  /** One 8-byte load per word, where a loop of byte loads and shifts costs eight (every key). */
+  private static final VarHandle BIG_LONGS =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
   private Sha256Words() {}
 
@@ -30,11 +37,7 @@ public final class Sha256Words {
    * @return the long
    */
   public static long word(byte[] bytes, int offset) {
-    long v = 0;
-    for (int i = 0; i < 8; i++) {
-      v = (v << 8) | (bytes[offset + i] & 0xFF);
-    }
-    return v;
+    return (long) BIG_LONGS.get(bytes, offset);
   }
 
   /**
@@ -56,10 +59,7 @@ public final class Sha256Words {
   }
 
   private static void put(byte[] out, int offset, long v) {
-    for (int i = 7; i >= 0; i--) {
-      out[offset + i] = (byte) v;
-      v >>>= 8;
-    }
+    BIG_LONGS.set(out, offset, v);
   }
 
   /**

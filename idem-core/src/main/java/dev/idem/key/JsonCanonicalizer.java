@@ -47,6 +47,18 @@ final class JsonCanonicalizer {
     }
   }
 
+  /**
+   * The escapes that RFC 8785 writes as they are, by the byte after the backslash: one of {@code "
+   * \ b f n r t}.
+   */
+  private static final boolean[] KEPT_ESCAPE = new boolean[256];
+
+  static {
+    for (byte b : new byte[] {'"', '\\', 'b', 'f', 'n', 'r', 't'}) {
+      KEPT_ESCAPE[b] = true;
+    }
+  }
+
   private static final VarHandle LONGS =
       MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
@@ -309,7 +321,6 @@ final class JsonCanonicalizer {
       }
     }
     if (memberTop - base > 3) {
-      flush(pos); // sorting works on the output
       sortMembers(base, objectAt);
     }
     memberTop = base;
@@ -364,6 +375,10 @@ final class JsonCanonicalizer {
       }
       pos = p;
       if (b == '\\') {
+        if (p + 1 < end && KEPT_ESCAPE[in[p + 1] & 0xFF]) {
+          p += 2; // written the canonical way already: it stays in the run
+          continue;
+        }
         flush(p);
         escape();
         runStart = pos;
@@ -553,6 +568,12 @@ final class JsonCanonicalizer {
     }
   }
 
+  /**
+   * Reads a number. One that is canonical as written (an integer, or a decimal without trailing
+   * fraction zeros, of at most 21 integer digits not starting with 0, and no exponent: most
+   * numbers) is read here, small enough for the JIT to inline into {@link #value}; every other
+   * number goes on in {@link #number(int, boolean, int, int, int, int)}.
+   */
   private void number() {
     byte[] in = this.in;
     int end = this.end;
@@ -563,26 +584,44 @@ final class JsonCanonicalizer {
       p++;
     }
     int intStart = p;
-    if (p < end && in[p] == '0') {
-      p++;
-    } else if (p < end && in[p] >= '1' && in[p] <= '9') {
+    if (p < end && in[p] >= '1' && in[p] <= '9') {
       p = scanDigits(in, p + 1, end);
+    } else if (p < end && in[p] == '0') {
+      p++;
     } else {
       pos = p;
       throw error("a number needs a digit after '-'");
     }
     int intEnd = p;
-    int fracStart = p;
-    int fracEnd = p;
     if (p < end && in[p] == '.') {
-      fracStart = ++p;
-      p = scanDigits(in, p, end);
-      if (p == fracStart) {
+      p = scanDigits(in, p + 1, end);
+      if (p == intEnd + 1) {
         pos = p;
         throw error("a number needs a digit after '.'");
       }
-      fracEnd = p;
     }
+    if ((p >= end || (in[p] | 0x20) != 'e')
+        && in[intStart] != '0'
+        && intEnd - intStart <= JsonNumbers.PLAIN_DIGITS
+        && (p == intEnd || in[p - 1] != '0')) {
+      pos = p;
+      if (p - s > numberReach) {
+        numberReach = p - s;
+      }
+      return;
+    }
+    number(s, negative, intStart, intEnd, p == intEnd ? p : intEnd + 1, p);
+  }
+
+  /**
+   * Reads the rest of a number, from the end of its fraction ({@code fracEnd}; {@code fracStart ==
+   * fracEnd == intEnd} if it has none).
+   */
+  private void number(
+      int s, boolean negative, int intStart, int intEnd, int fracStart, int fracEnd) {
+    byte[] in = this.in;
+    int end = this.end;
+    int p = fracEnd;
     long exponent = 0;
     boolean hasExponent = false;
     if (p < end && (in[p] == 'e' || in[p] == 'E')) {
@@ -828,6 +867,7 @@ final class JsonCanonicalizer {
       keysTmp = new long[order.length];
     }
     if (!sortByPrefix(base, n)) {
+      flush(pos); // the general comparison reads names from the output
       boolean sorted = true;
       for (int i = 1; i < n; i++) {
         if (compareMembers(base + 3 * (i - 1), base + 3 * i) > 0) {
@@ -849,36 +889,54 @@ final class JsonCanonicalizer {
     int regionStart = members[base];
     int regionEnd = members[memberTop - 1];
     int length = regionEnd - regionStart;
-    if (scratch.length < length + 32) {
-      scratch = new byte[Math.max(length + 32, scratch.length * 2)];
+    byte[] src;
+    int shift; // member m is at src[members[m] - shift]
+    if (regionStart >= outLen) {
+      // Nothing in the object was rewritten, so it is all still in the pending run: gather its
+      // members from the input straight into the output, with no copy of the object before.
+      flush(runStart + (regionStart - outLen));
+      src = in;
+      shift = outLen - runStart;
+    } else {
+      flush(pos);
+      if (scratch.length < length + 32) {
+        scratch = new byte[Math.max(length + 32, scratch.length * 2)];
+      }
+      System.arraycopy(out, regionStart, scratch, 0, length);
+      src = scratch;
+      shift = regionStart;
     }
-    byte[] scratch = this.scratch;
     byte[] out = this.out;
-    System.arraycopy(out, regionStart, scratch, 0, length);
+    int srcEnd = src.length;
     int w = regionStart;
     for (int i = 0; i < n; i++) {
       int m = order[i];
-      int from = members[m] - regionStart;
+      int from = members[m] - shift;
       int len = members[m + 2] - members[m];
       // A short member, not the last one: eight bytes at a time (cheaper than arraycopy at this
       // size). The bytes written past it are rewritten by the comma and the next members.
-      if (len <= 32 && w + 32 <= regionEnd) {
+      if (len <= 32 && w + 32 <= regionEnd && from + 32 <= srcEnd) {
         // Most members: four words whatever the length, no loop to mispredict.
-        LONGS.set(out, w, (long) LONGS.get(scratch, from));
-        LONGS.set(out, w + 8, (long) LONGS.get(scratch, from + 8));
-        LONGS.set(out, w + 16, (long) LONGS.get(scratch, from + 16));
-        LONGS.set(out, w + 24, (long) LONGS.get(scratch, from + 24));
-      } else if (len <= 64 && w + len + 8 <= regionEnd) {
+        LONGS.set(out, w, (long) LONGS.get(src, from));
+        LONGS.set(out, w + 8, (long) LONGS.get(src, from + 8));
+        LONGS.set(out, w + 16, (long) LONGS.get(src, from + 16));
+        LONGS.set(out, w + 24, (long) LONGS.get(src, from + 24));
+      } else if (len <= 64 && w + len + 8 <= regionEnd && from + 64 <= srcEnd) {
         for (int k = 0; k < len; k += 8) {
-          LONGS.set(out, w + k, (long) LONGS.get(scratch, from + k));
+          LONGS.set(out, w + k, (long) LONGS.get(src, from + k));
         }
       } else {
-        System.arraycopy(scratch, from, out, w, len);
+        System.arraycopy(src, from, out, w, len);
       }
       w += len;
       if (i < n - 1) {
         out[w++] = ',';
       }
+    }
+    if (src == in) {
+      out[regionEnd] = '}';
+      outLen = regionEnd + 1;
+      runStart = pos;
     }
   }
 
@@ -907,7 +965,7 @@ final class JsonCanonicalizer {
     }
     if (sorted) {
       order[0] = -1;
-      return true;
+      return true; // not flushed: an object whose members came in order stays in the run
     }
     // Every prefix byte is below 0x80, so the eight 7-bit bytes pack into 56 bits in the same
     // order,
@@ -930,12 +988,14 @@ final class JsonCanonicalizer {
       order[i] = base + 3 * (int) (keys[i] & indexMask);
       if (i > 0 && ((keys[i] ^ keys[i - 1]) & ~indexMask) != 0) {
         if (i - tieStart > 1) {
-          mergeSort(order, orderTmp, tieStart, i); // a shared prefix: compare the whole names
+          flush(pos); // a shared prefix: compare the whole names, in the output
+          mergeSort(order, orderTmp, tieStart, i);
         }
         tieStart = i;
       }
     }
     if (n - tieStart > 1) {
+      flush(pos);
       mergeSort(order, orderTmp, tieStart, n);
     }
     return true;

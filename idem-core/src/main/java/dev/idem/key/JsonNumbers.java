@@ -92,16 +92,19 @@ final class JsonNumbers {
     }
     int fraction = last == digit + 1 ? 0 : last - digit - 2; // fraction digits kept
     int n = exponent + 1; // the value is 0.D x 10^n, with 1 + fraction significant digits
-    if (n >= 1 + fraction && n <= PLAIN_DIGITS) {
-      out[o++] = in[digit];
+    if (n <= 0 || n > PLAIN_DIGITS) {
+      return writeSmallOrExponent(in, digit, last, fraction, n, out, o);
+    }
+    // Plain notation, the common case: kept small enough for the JIT to inline into the parser.
+    out[o++] = in[digit];
+    if (n >= 1 + fraction) {
       for (int i = 0; i < fraction; i++) {
         out[o++] = in[digit + 2 + i];
       }
       for (int i = 1 + fraction; i < n; i++) {
         out[o++] = '0';
       }
-    } else if (n > 0 && n <= PLAIN_DIGITS) {
-      out[o++] = in[digit];
+    } else {
       for (int i = 0; i < n - 1; i++) {
         out[o++] = in[digit + 2 + i];
       }
@@ -109,7 +112,14 @@ final class JsonNumbers {
       for (int i = n - 1; i < fraction; i++) {
         out[o++] = in[digit + 2 + i];
       }
-    } else if (n > -6 && n <= 0) {
+    }
+    return o;
+  }
+
+  /** {@link #writeScientific} of a number below 1 ({@code 0.000ddd}) or written with {@code e}. */
+  private static int writeSmallOrExponent(
+      byte[] in, int digit, int last, int fraction, int n, byte[] out, int o) {
+    if (n > -6 && n <= 0) {
       out[o++] = '0';
       out[o++] = '.';
       for (int i = n; i < 0; i++) {
@@ -119,22 +129,23 @@ final class JsonNumbers {
       for (int i = 0; i < fraction; i++) {
         out[o++] = in[digit + 2 + i];
       }
-    } else {
-      // The mantissa as written, less its fraction's trailing zeros (and a '.' left bare).
-      for (int i = digit; i < last; i++) {
-        out[o++] = in[i];
-      }
-      out[o++] = 'e';
-      out[o++] = (byte) (exponent < 0 ? '-' : '+');
-      int e = Math.abs(exponent);
-      if (e >= 100) {
-        out[o++] = (byte) ('0' + e / 100);
-      }
-      if (e >= 10) {
-        out[o++] = (byte) ('0' + (e / 10) % 10);
-      }
-      out[o++] = (byte) ('0' + e % 10);
+      return o;
     }
+    // The mantissa as written, less its fraction's trailing zeros (and a '.' left bare).
+    for (int i = digit; i < last; i++) {
+      out[o++] = in[i];
+    }
+    int exponent = n - 1;
+    out[o++] = 'e';
+    out[o++] = (byte) (exponent < 0 ? '-' : '+');
+    int e = Math.abs(exponent);
+    if (e >= 100) {
+      out[o++] = (byte) ('0' + e / 100);
+    }
+    if (e >= 10) {
+      out[o++] = (byte) ('0' + (e / 10) % 10);
+    }
+    out[o++] = (byte) ('0' + e % 10);
     return o;
   }
 

@@ -166,4 +166,38 @@ class CanonicalizerFastPathsTest {
     assertThat(canonical("{\"b\":1,\"\\u0061\":2,\"é\":3,\"aaaaaaaa\\n\":4,\"aaaaaaaa\":5}"))
         .isEqualTo("{\"a\":2,\"aaaaaaaa\":5,\"aaaaaaaa\\n\":4,\"b\":1,\"é\":3}");
   }
+
+  /**
+   * Compact bodies keep whole objects in the canonicalizer's pending run of input (no whitespace,
+   * no string or number rewritten), which it then sorts straight from the input; escapes that are
+   * canonical as written ({@code \"}, {@code \n}, ...) stay in the run too. The input sits at an
+   * offset inside a larger array, either with bytes after it or ending exactly at the array's end
+   * (where the eight-byte moves must not read past the array).
+   */
+  @Test
+  void compactBodiesSortFromTheInputAtAnyOffset() {
+    long seed = new SplittableRandom().nextLong();
+    SplittableRandom random = new SplittableRandom(seed);
+    JsonCanonicalizer c = JsonCanonicalizer.get();
+    for (int i = 0; i < 13_000; i++) {
+      // Given a random value, spelled compactly with its members shuffled
+      Object value = JsonModel.randomValue(random, 0);
+      String spelled = JsonModel.compact(value, random);
+      byte[] json = utf8(spelled);
+      int off = random.nextInt(40);
+      int after = random.nextBoolean() ? 0 : random.nextInt(1, 40);
+      byte[] padded = new byte[off + json.length + after];
+      for (int k = 0; k < padded.length; k++) {
+        padded[k] = (byte) "{\"x\\]".charAt(random.nextInt(5)); // bytes that would show up
+      }
+      System.arraycopy(json, 0, padded, off, json.length);
+
+      // When it is canonicalized where it lies, then it is the reference form
+      c.canonicalize(padded, off, json.length);
+      assertThat(new String(c.out, 0, c.outLen, StandardCharsets.UTF_8))
+          .as("seed %d: %s", seed, spelled)
+          .isEqualTo(JsonModel.canonical(value));
+    }
+    c.trim();
+  }
 }
