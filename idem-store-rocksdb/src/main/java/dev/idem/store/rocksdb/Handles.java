@@ -40,10 +40,13 @@ final class Handles {
   static final byte[] META_HEALTH = ascii("idem.health");
 
   /**
-   * Obsolete WAL files kept for reuse. Two cover the steady state (one live WAL, the one being
-   * flushed, the next taken from the list) and bound the extra disk to two WAL files.
+   * Obsolete WAL files kept for reuse. The small column families (meta, outbox) keep every WAL
+   * since their oldest unflushed write alive until the WAL reaches {@code maxTotalWalSize} (256
+   * MiB), and then RocksDB frees about that much at once: 8 files of about a memtable (32 MiB) each
+   * hold what is freed, so the next 256 MiB of WAL are all written into recycled files. The disk
+   * they take is what the WAL may take anyway, kept instead of freed and taken again.
    */
-  static final int RECYCLED_WAL_FILES = 2;
+  static final int RECYCLED_WAL_FILES = 8;
 
   static final String CF_DEFAULT = "default";
   static final String CF_ENTRIES = "entries";
