@@ -175,8 +175,9 @@ final class Handles {
               // the file system journal the size or extent change on every sync. Each record
               // carries its log number, so recovery tells a recycled file's old records from new
               // ones; RocksDB supports this with point-in-time recovery since 9.1
-              // (facebook/rocksdb#12403). RocksDbWalRecyclingCrashTest pins it under SIGKILL.
+              // (facebook/rocksdb#12403). RocksDbCrashTest pins it under SIGKILL.
               .setRecycleLogFileNum(RECYCLED_WAL_FILES)
+              .setManualWalFlush(manualWalFlush(config.durability()))
               .setInfoLogLevel(InfoLogLevel.INFO_LEVEL)
               .setKeepLogFileNum(3)
               .setMaxLogFileSize(8L << 20)
@@ -195,7 +196,12 @@ final class Handles {
       } catch (RocksDBException e) {
         throw failure(store, "open", e, false);
       }
-      Writer writer = new Writer(db, config.durability(), config.groupCommitMaxDelay().toNanos());
+      Writer writer =
+          new Writer(
+              db,
+              config.durability(),
+              config.groupCommitMaxDelay().toNanos(),
+              manualWalFlush(config.durability()));
       return new Handles(db, families, writer, idLimit, owned);
     } catch (RuntimeException e) {
       for (ColumnFamilyHandle h : families) {
@@ -207,6 +213,19 @@ final class Handles {
       closeAll(owned);
       throw e;
     }
+  }
+
+  /**
+   * Whether RocksDB keeps the WAL's tail in its own buffer until {@link Writer} flushes it: under
+   * group commit, each group's sync writes the buffer out first ({@code FlushWAL(true)}), so an
+   * unsynced write (a sliding refresh, outbox bookkeeping, a sweeper removal) costs no system call
+   * and never waits on the WAL file while a sync of it runs. A process crash can then lose such
+   * writes since the last group, as a power failure could before; they are the writes the
+   * durability modes already allow a restart to lose. {@code OS_BUFFERED} promises to survive a
+   * process crash without syncing, and {@code FSYNC} has no leader, so both write through at once.
+   */
+  static boolean manualWalFlush(Durability durability) {
+    return durability == Durability.GROUP_COMMIT;
   }
 
   private static ColumnFamilyOptions small(

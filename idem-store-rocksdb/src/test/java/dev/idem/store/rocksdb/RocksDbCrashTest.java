@@ -224,6 +224,61 @@ class RocksDbCrashTest {
     }
   }
 
+  /**
+   * Under group commit the WAL is flushed by hand: an unsynced write (here the sliding refreshes of
+   * duplicates) waits in RocksDB's WAL buffer, and the next synced write (a commit) writes it out
+   * before its own, so once a commit returned, every refresh made before it survives a SIGKILL. In
+   * the other modes every write reaches the operating system at once.
+   */
+  @ParameterizedTest
+  @EnumSource(Durability.class)
+  void refreshesMadeBeforeACommitThatReturnedSurviveASigkill(Durability durability)
+      throws Exception {
+    // given: a child JVM that refreshed 500 keys' windows, then committed one more key
+    int keys = 500;
+    Path stderr = Files.createTempFile(logs, "refresh-then-commit", ".err");
+    Process child =
+        new ProcessBuilder(
+                javaBinary(),
+                "-Xmx128m",
+                "-cp",
+                System.getProperty("java.class.path"),
+                RefreshThenCommit.class.getName(),
+                dir.toString(),
+                durability.name(),
+                Integer.toString(keys))
+            .redirectError(stderr.toFile())
+            .start();
+    ConcurrentLinkedQueue<String> lines = readLines(child);
+    try {
+      await().atMost(Duration.ofMinutes(2)).until(() -> lines.contains("DONE") || !child.isAlive());
+      assertThat(lines).as("the child's stderr: %s", Files.readString(stderr)).contains("DONE");
+    } finally {
+      // when
+      child.destroyForcibly();
+      assertThat(child.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    }
+    assertThat(child.exitValue()).isEqualTo(137);
+
+    // then: after the old window's end (T0 + 60 s) every key is still committed, to T1 + 60 s
+    try (RocksDbDedupStore store =
+        RocksDbDedupStore.builder(dir)
+            .durability(durability)
+            .sweepInterval(Duration.ZERO)
+            .build()) {
+      long after = RefreshThenCommit.T0 + 60_000 + 1;
+      List<String> wrong = new ArrayList<>();
+      for (long i = -1; i < keys; i++) {
+        KeyState state = store.inspect(RefreshThenCommit.SCOPE, RefreshThenCommit.key(i), after);
+        if (!(state instanceof KeyState.Committed c)
+            || c.expiresAtMillis() != RefreshThenCommit.T1 + 60_000) {
+          wrong.add(i + ": " + state);
+        }
+      }
+      assertThat(wrong).as("keys whose refresh was lost").isEmpty();
+    }
+  }
+
   @Test
   void aDirectoryOpenInAnotherProcessIsRefusedWithTheFix() throws Exception {
     // given: a storm in a child JVM holding the directory
