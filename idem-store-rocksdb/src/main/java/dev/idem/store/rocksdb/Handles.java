@@ -39,6 +39,15 @@ final class Handles {
   static final byte[] META_OUTBOX_ID_LIMIT = ascii("idem.outbox.id-limit");
   static final byte[] META_HEALTH = ascii("idem.health");
 
+  /**
+   * Obsolete WAL files kept for reuse. The small column families (meta, outbox) keep every WAL
+   * since their oldest unflushed write alive until the WAL reaches {@code maxTotalWalSize} (256
+   * MiB), and then RocksDB frees about that much at once: 8 files of about a memtable (32 MiB) each
+   * hold what is freed, so the next 256 MiB of WAL are all written into recycled files. The disk
+   * they take is what the WAL may take anyway, kept instead of freed and taken again.
+   */
+  static final int RECYCLED_WAL_FILES = 8;
+
   static final String CF_DEFAULT = "default";
   static final String CF_ENTRIES = "entries";
   static final String CF_EXPIRY = "expiry";
@@ -160,6 +169,15 @@ final class Handles {
               // A crash can leave a torn record at the WAL's tail (never a synced one): recover up
               // to it, as the durability modes document.
               .setWalRecoveryMode(WALRecoveryMode.PointInTimeRecovery)
+              // Reuse obsolete WAL files instead of deleting them: a write into a recycled file
+              // overwrites blocks that are already allocated and written, so its sync is a data
+              // sync only, where an append to a new (or fallocated, "unwritten") file also makes
+              // the file system journal the size or extent change on every sync. Each record
+              // carries its log number, so recovery tells a recycled file's old records from new
+              // ones; RocksDB supports this with point-in-time recovery since 9.1
+              // (facebook/rocksdb#12403). RocksDbCrashTest pins it under SIGKILL.
+              .setRecycleLogFileNum(RECYCLED_WAL_FILES)
+              .setManualWalFlush(manualWalFlush(config.durability()))
               .setInfoLogLevel(InfoLogLevel.INFO_LEVEL)
               .setKeepLogFileNum(3)
               .setMaxLogFileSize(8L << 20)
@@ -178,7 +196,12 @@ final class Handles {
       } catch (RocksDBException e) {
         throw failure(store, "open", e, false);
       }
-      Writer writer = new Writer(db, config.durability(), config.groupCommitMaxDelay().toNanos());
+      Writer writer =
+          new Writer(
+              db,
+              config.durability(),
+              config.groupCommitMaxDelay().toNanos(),
+              manualWalFlush(config.durability()));
       return new Handles(db, families, writer, idLimit, owned);
     } catch (RuntimeException e) {
       for (ColumnFamilyHandle h : families) {
@@ -190,6 +213,19 @@ final class Handles {
       closeAll(owned);
       throw e;
     }
+  }
+
+  /**
+   * Whether RocksDB keeps the WAL's tail in its own buffer until {@link Writer} flushes it: under
+   * group commit, each group's sync writes the buffer out first ({@code FlushWAL(true)}), so an
+   * unsynced write (a sliding refresh, outbox bookkeeping, a sweeper removal) costs no system call
+   * and never waits on the WAL file while a sync of it runs. A process crash can then lose such
+   * writes since the last group, as a power failure could before; they are the writes the
+   * durability modes already allow a restart to lose. {@code OS_BUFFERED} promises to survive a
+   * process crash without syncing, and {@code FSYNC} has no leader, so both write through at once.
+   */
+  static boolean manualWalFlush(Durability durability) {
+    return durability == Durability.GROUP_COMMIT;
   }
 
   private static ColumnFamilyOptions small(

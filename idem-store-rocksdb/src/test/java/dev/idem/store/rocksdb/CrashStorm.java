@@ -13,13 +13,17 @@ import java.io.FileOutputStream;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The child JVM of {@link RocksDbCrashTest}: a write storm that never stops by itself. Each thread
  * reserves and commits fresh keys (every fourth with an outbox message) and prints {@code C <hex>}
  * or {@code O <hex>} only after the commit returned. The parent kills it with SIGKILL.
  *
- * <p>Arguments: directory, durability, threads, round.
+ * <p>Arguments: directory, durability, threads, round, and optionally a compaction interval in
+ * milliseconds: a further thread then flushes and compacts the store at that interval, so that
+ * RocksDB switches WAL files often and the storm writes into recycled ones.
  */
 public final class CrashStorm {
   static final Scope SCOPE = Scope.of("crash-storm");
@@ -47,6 +51,19 @@ public final class CrashStorm {
     PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, "US-ASCII");
     RocksDbDedupStore store =
         RocksDbDedupStore.builder(dir).durability(durability).sweepInterval(Duration.ZERO).build();
+    long compactEveryMillis = args.length > 4 ? Long.parseLong(args[4]) : 0;
+    if (compactEveryMillis > 0) {
+      Thread compactor =
+          new Thread(
+              () -> {
+                while (true) {
+                  store.compact();
+                  LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(compactEveryMillis));
+                }
+              },
+              "storm-compactor");
+      compactor.start();
+    }
     for (int t = 0; t < threads; t++) {
       int thread = t;
       Thread writer =

@@ -12,18 +12,26 @@ import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
 import dev.idem.spi.Ttl;
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -51,14 +59,48 @@ class RocksDbCrashTest {
   @ParameterizedTest
   @EnumSource(Durability.class)
   void everyKeyWhoseCommitReturnedSurvivesASigkillMidStorm(Durability durability) throws Exception {
+    killStorms(durability, ROUNDS, 0);
+  }
+
+  /**
+   * The store recycles WAL files ({@link Handles#RECYCLED_WAL_FILES}): a new WAL overwrites an
+   * obsolete one in place, so behind the last record written lie records of the file's previous
+   * life. A storm that compacts every 50 ms switches WAL files many times a second; it is killed
+   * while it writes into a recycled file, and recovery (point in time) must open the directory and
+   * keep every commit that returned, round after round on the same directory.
+   */
+  @ParameterizedTest
+  @EnumSource(Durability.class)
+  void everyKeyWhoseCommitReturnedSurvivesASigkillWhileTheWalIsARecycledFile(Durability durability)
+      throws Exception {
+    killStorms(durability, Math.max(3, ROUNDS), 50);
+  }
+
+  private void killStorms(Durability durability, int rounds, long compactEveryMillis)
+      throws Exception {
+    try (WalFiles wal = new WalFiles(dir)) {
+      killStorms(durability, rounds, compactEveryMillis, wal);
+    }
+  }
+
+  private void killStorms(Durability durability, int rounds, long compactEveryMillis, WalFiles wal)
+      throws Exception {
     Set<DedupKey> committed = new HashSet<>();
     Set<DedupKey> enqueued = new HashSet<>();
-    for (int round = 0; round < ROUNDS; round++) {
-      // given: a storm in a child JVM, killed once it has acknowledged enough commits
-      Storm storm = Storm.start(dir, logs, durability, round);
+    for (int round = 0; round < rounds; round++) {
+      // given: a storm in a child JVM, killed once it has acknowledged enough commits (and, when
+      // it compacts, once the WAL it writes is a file RocksDB took from its recycle list)
+      Storm storm = Storm.start(dir, logs, durability, round, compactEveryMillis);
+      int recycledBefore = wal.recycled();
       await()
           .atMost(Duration.ofMinutes(2))
-          .until(() -> storm.acknowledged() >= KEYS_PER_ROUND || !storm.process.isAlive());
+          .pollInterval(Duration.ofMillis(5))
+          .until(
+              () ->
+                  !storm.process.isAlive()
+                      || storm.acknowledged() >= KEYS_PER_ROUND
+                          && (compactEveryMillis == 0
+                              || wal.recycled() >= recycledBefore + 2 && wal.newestIsRecycled()));
       assertThat(storm.process.isAlive())
           .as("the storm was still writing when killed; its stderr: %s", storm.stderr())
           .isTrue();
@@ -182,6 +224,61 @@ class RocksDbCrashTest {
     }
   }
 
+  /**
+   * Under group commit the WAL is flushed by hand: an unsynced write (here the sliding refreshes of
+   * duplicates) waits in RocksDB's WAL buffer, and the next synced write (a commit) writes it out
+   * before its own, so once a commit returned, every refresh made before it survives a SIGKILL. In
+   * the other modes every write reaches the operating system at once.
+   */
+  @ParameterizedTest
+  @EnumSource(Durability.class)
+  void refreshesMadeBeforeACommitThatReturnedSurviveASigkill(Durability durability)
+      throws Exception {
+    // given: a child JVM that refreshed 500 keys' windows, then committed one more key
+    int keys = 500;
+    Path stderr = Files.createTempFile(logs, "refresh-then-commit", ".err");
+    Process child =
+        new ProcessBuilder(
+                javaBinary(),
+                "-Xmx128m",
+                "-cp",
+                System.getProperty("java.class.path"),
+                RefreshThenCommit.class.getName(),
+                dir.toString(),
+                durability.name(),
+                Integer.toString(keys))
+            .redirectError(stderr.toFile())
+            .start();
+    ConcurrentLinkedQueue<String> lines = readLines(child);
+    try {
+      await().atMost(Duration.ofMinutes(2)).until(() -> lines.contains("DONE") || !child.isAlive());
+      assertThat(lines).as("the child's stderr: %s", Files.readString(stderr)).contains("DONE");
+    } finally {
+      // when
+      child.destroyForcibly();
+      assertThat(child.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    }
+    assertThat(child.exitValue()).isEqualTo(137);
+
+    // then: after the old window's end (T0 + 60 s) every key is still committed, to T1 + 60 s
+    try (RocksDbDedupStore store =
+        RocksDbDedupStore.builder(dir)
+            .durability(durability)
+            .sweepInterval(Duration.ZERO)
+            .build()) {
+      long after = RefreshThenCommit.T0 + 60_000 + 1;
+      List<String> wrong = new ArrayList<>();
+      for (long i = -1; i < keys; i++) {
+        KeyState state = store.inspect(RefreshThenCommit.SCOPE, RefreshThenCommit.key(i), after);
+        if (!(state instanceof KeyState.Committed c)
+            || c.expiresAtMillis() != RefreshThenCommit.T1 + 60_000) {
+          wrong.add(i + ": " + state);
+        }
+      }
+      assertThat(wrong).as("keys whose refresh was lost").isEmpty();
+    }
+  }
+
   @Test
   void aDirectoryOpenInAnotherProcessIsRefusedWithTheFix() throws Exception {
     // given: a storm in a child JVM holding the directory
@@ -257,6 +354,11 @@ class RocksDbCrashTest {
     }
 
     static Storm start(Path dir, Path logs, Durability durability, int round) throws Exception {
+      return start(dir, logs, durability, round, 0);
+    }
+
+    static Storm start(Path dir, Path logs, Durability durability, int round, long compactEvery)
+        throws Exception {
       Path stderr = Files.createTempFile(logs, "crash-storm", ".err");
       String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
       Process p =
@@ -269,7 +371,8 @@ class RocksDbCrashTest {
                   dir.toString(),
                   durability.name(),
                   Integer.toString(THREADS),
-                  Integer.toString(round))
+                  Integer.toString(round),
+                  Long.toString(compactEvery))
               .redirectError(stderr.toFile())
               .start();
       return new Storm(p, stderr);
@@ -293,6 +396,69 @@ class RocksDbCrashTest {
 
     String stderr() throws java.io.IOException {
       return Files.readString(stderrFile);
+    }
+  }
+
+  /**
+   * Watches the WAL files ({@code NNNNNN.log}) of a directory. RocksDB recycles a WAL by renaming
+   * the obsolete file to the new log number, so a recycled WAL is a new name on the inode of an
+   * earlier one. Every WAL seen is held open, so that a deleted one's inode cannot be handed to a
+   * new file meanwhile: an inode seen again under a new name was renamed, not reused.
+   */
+  private static final class WalFiles implements AutoCloseable {
+    private final Path dir;
+    private final Map<Object, String> nameByInode = new HashMap<>();
+    private final Set<String> seen = new HashSet<>();
+    private final Set<String> recycledNames = new HashSet<>();
+    private final List<FileChannel> held = new ArrayList<>();
+    private @Nullable String newest;
+
+    WalFiles(Path dir) {
+      this.dir = dir;
+    }
+
+    /** How many WAL files seen so far were recycled ones. */
+    synchronized int recycled() throws IOException {
+      scan();
+      return recycledNames.size();
+    }
+
+    /** Whether the newest WAL file is a recycled one. */
+    synchronized boolean newestIsRecycled() throws IOException {
+      scan();
+      return newest != null && recycledNames.contains(newest);
+    }
+
+    private void scan() throws IOException {
+      List<Path> logs;
+      try (Stream<Path> files = Files.list(dir)) {
+        logs = files.filter(f -> f.getFileName().toString().endsWith(".log")).sorted().toList();
+      }
+      for (Path log : logs) {
+        String name = log.getFileName().toString();
+        newest = name;
+        if (!seen.add(name)) {
+          continue;
+        }
+        try {
+          held.add(FileChannel.open(log, StandardOpenOption.READ));
+          Object inode = Files.getAttribute(log, "unix:ino");
+          String before = nameByInode.put(inode, name);
+          if (before != null) {
+            recycledNames.add(name);
+          }
+        } catch (NoSuchFileException e) {
+          // renamed or deleted between the listing and now
+        }
+      }
+    }
+
+    @Override
+    public synchronized void close() throws IOException {
+      for (FileChannel c : held) {
+        c.close();
+      }
+      held.clear();
     }
   }
 }
