@@ -177,7 +177,6 @@ final class Handles {
               // ones; RocksDB supports this with point-in-time recovery since 9.1
               // (facebook/rocksdb#12403). RocksDbCrashTest pins it under SIGKILL.
               .setRecycleLogFileNum(RECYCLED_WAL_FILES)
-              .setManualWalFlush(manualWalFlush(config.durability()))
               .setInfoLogLevel(InfoLogLevel.INFO_LEVEL)
               .setKeepLogFileNum(3)
               .setMaxLogFileSize(8L << 20)
@@ -196,12 +195,7 @@ final class Handles {
       } catch (RocksDBException e) {
         throw failure(store, "open", e, false);
       }
-      Writer writer =
-          new Writer(
-              db,
-              config.durability(),
-              config.groupCommitMaxDelay().toNanos(),
-              manualWalFlush(config.durability()));
+      Writer writer = new Writer(db, config.durability(), config.groupCommitMaxDelay().toNanos());
       return new Handles(db, families, writer, idLimit, owned);
     } catch (RuntimeException e) {
       for (ColumnFamilyHandle h : families) {
@@ -213,19 +207,6 @@ final class Handles {
       closeAll(owned);
       throw e;
     }
-  }
-
-  /**
-   * Whether RocksDB keeps the WAL's tail in its own buffer until {@link Writer} flushes it: under
-   * group commit, each group's sync writes the buffer out first ({@code FlushWAL(true)}), so an
-   * unsynced write (a sliding refresh, outbox bookkeeping, a sweeper removal) costs no system call
-   * and never waits on the WAL file while a sync of it runs. A process crash can then lose such
-   * writes since the last group, as a power failure could before; they are the writes the
-   * durability modes already allow a restart to lose. {@code OS_BUFFERED} promises to survive a
-   * process crash without syncing, and {@code FSYNC} has no leader, so both write through at once.
-   */
-  static boolean manualWalFlush(Durability durability) {
-    return durability == Durability.GROUP_COMMIT;
   }
 
   private static ColumnFamilyOptions small(

@@ -33,12 +33,6 @@ import org.rocksdb.WriteOptions;
  * visible a moment before they are durable; its writers return only after the sync, and the store
  * holds each committing key's lock until then, so no answer given under that lock rests on a commit
  * that a power failure could still undo.
- *
- * <p>Under group commit RocksDB's WAL is flushed by hand ({@link Handles#manualWalFlush}): an
- * unsynced write ({@link #writeBuffered}) only appends to RocksDB's WAL buffer, and each group's
- * sync is {@code FlushWAL(true)}, which writes the buffer out (the group's batch and every unsynced
- * write before it) and then syncs as {@code SyncWAL} does. The WAL on disk stays a prefix of the
- * writes in order, so recovery never keeps a later write without an earlier one.
  */
 final class Writer implements AutoCloseable {
   private final RocksDB db;
@@ -46,7 +40,6 @@ final class Writer implements AutoCloseable {
   private final long maxDelayNanos;
   private final WriteOptions synced;
   private final WriteOptions buffered;
-  private final boolean manualWalFlush;
 
   // Group commit state, guarded by lock.
   private final ReentrantLock lock = new ReentrantLock();
@@ -56,9 +49,8 @@ final class Writer implements AutoCloseable {
   private final AtomicInteger preparing = new AtomicInteger();
   private final WriteBatch groupBatch;
 
-  Writer(RocksDB db, Durability durability, long maxDelayNanos, boolean manualWalFlush) {
+  Writer(RocksDB db, Durability durability, long maxDelayNanos) {
     this.db = db;
-    this.manualWalFlush = manualWalFlush;
     this.durability = durability;
     this.maxDelayNanos = maxDelayNanos;
     this.synced = new WriteOptions().setSync(true);
@@ -116,23 +108,10 @@ final class Writer implements AutoCloseable {
   void awaitDurable() throws RocksDBException {
     switch (durability) {
       case GROUP_COMMIT -> submit(null, false);
-      case FSYNC -> syncWal();
+      case FSYNC -> db.syncWal();
       case OS_BUFFERED -> {
         // Never synced by the store, by definition of the mode.
       }
-    }
-  }
-
-  /**
-   * Makes every write so far durable: with a manually flushed WAL, writes RocksDB's WAL buffer out
-   * and syncs ({@code FlushWAL(true)}: the buffer is written under RocksDB's log mutex, the sync
-   * runs outside it, as {@code SyncWAL} does); otherwise syncs what is already in the file.
-   */
-  private void syncWal() throws RocksDBException {
-    if (manualWalFlush) {
-      db.flushWal(true);
-    } else {
-      db.syncWal();
     }
   }
 
@@ -225,7 +204,7 @@ final class Writer implements AutoCloseable {
         // behind it; SyncWAL lets them proceed while the WAL is being synced.
         db.write(buffered, groupBatch);
       }
-      syncWal();
+      db.syncWal();
       written = true;
     } catch (RocksDBException e) {
       error = e;

@@ -225,10 +225,13 @@ class RocksDbCrashTest {
   }
 
   /**
-   * Under group commit the WAL is flushed by hand: an unsynced write (here the sliding refreshes of
-   * duplicates) waits in RocksDB's WAL buffer, and the next synced write (a commit) writes it out
-   * before its own, so once a commit returned, every refresh made before it survives a SIGKILL. In
-   * the other modes every write reaches the operating system at once.
+   * An unsynced write (here the sliding refreshes of duplicates) reaches the operating system at
+   * once in every mode, so a SIGKILL (a process crash, not a power failure) never takes it back: a
+   * lost refresh would end a key's window early, and a duplicate after it would be acted on again.
+   * The child also commits one more key after the refreshes, so under group commit the refreshes
+   * are synced too. (A WAL flushed by hand, {@code manual_wal_flush}, would keep them in RocksDB's
+   * buffer until the next group and fail this test without that last commit; the store does not use
+   * it for that reason.)
    */
   @ParameterizedTest
   @EnumSource(Durability.class)
