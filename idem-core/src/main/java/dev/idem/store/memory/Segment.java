@@ -45,7 +45,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>The eviction order and its reporting are described on {@link MemoryDedupStore}.
  */
-final class Segment {
+final class Segment extends SegmentPadding {
   static final int PAGE_SHIFT = 11;
   static final int PAGE_SIZE = 1 << PAGE_SHIFT;
   private static final int PAGE_MASK = PAGE_SIZE - 1;
@@ -138,6 +138,11 @@ final class Segment {
 
   /** The answer of the last {@link #reserve} that returned {@link #ANSWERED}, until taken. */
   private @Nullable ReserveResult answer;
+
+  // 64 bytes after the fields above (the JVM lays out a class's references after its primitives,
+  // in declaration order), as SegmentPadding puts 64 bytes before them: see SegmentPadding.
+  @SuppressWarnings("unused")
+  private @Nullable Object q0, q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13, q14, q15;
 
   /** {@link #reserve} acquired the key, which was absent. */
   static final int ACQUIRED = 0;
