@@ -111,10 +111,11 @@ import org.jspecify.annotations.Nullable;
  * <h2>Memory</h2>
  *
  * Keys are held as their four digest words in primitive arrays, never as objects: 68 bytes per
- * entry plus 4 to 8 bytes of hash table, in pages of 2,048 entries (a small scope starts at 16), so
- * a scope of one million committed keys retains about 74 bytes per key (Camel's repository about
- * 200). Fingerprints and results are kept only for the entries that have them. Entries stay dense,
- * so removing keys (release, forget, eviction, sweeps) gives pages and table space back as a scope
+ * entry plus 8 to 16 bytes of hash table (kept at most half full, so that looking up a new key
+ * rarely walks a chain), in pages of 2,048 entries (a small scope starts at 16), so a scope of one
+ * million committed keys retains about 79 bytes per key (Camel's repository about 200).
+ * Fingerprints and results are kept only for the entries that have them. Entries stay dense, so
+ * removing keys (release, forget, eviction, sweeps) gives pages and table space back as a scope
  * shrinks; {@link #clear} and {@link #close} drop a scope's memory entirely. Dead entries hold
  * their slot until they are reused, swept ({@link #sweepExpired}) or evicted: call {@code
  * sweepExpired} periodically when scopes may shrink by expiry alone.
