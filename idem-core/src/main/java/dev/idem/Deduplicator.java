@@ -1,5 +1,6 @@
 package dev.idem;
 
+import dev.idem.internal.ScopedFastPath;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DedupStore;
 import dev.idem.spi.ExtendRequest;
@@ -45,6 +46,14 @@ public final class Deduplicator {
   private final Ttl ttl;
   private final long leaseMillis;
 
+  /**
+   * The store's reserve and commit bound to this scope, where the store offers them (the memory
+   * store), else null. They behave as {@link DedupStore#reserve} and {@link DedupStore#commit} and
+   * cost less: no request objects, no store-wide scope lookup, and no {@code Acquired} answer,
+   * which escape analysis could not remove (see {@link ScopedFastPath}).
+   */
+  private final @Nullable ScopedFastPath fast;
+
   private Deduplicator(Builder b) {
     this.store = b.store;
     this.scope = b.scope;
@@ -53,6 +62,7 @@ public final class Deduplicator {
     this.listener = b.listeners.isEmpty() ? DedupListener.NOOP : DedupListener.all(b.listeners);
     this.ttl = config.storeTtl();
     this.leaseMillis = config.lease().toMillis();
+    this.fast = store instanceof ScopedFastPath.Source source ? source.bind(scope) : null;
   }
 
   /**
@@ -117,8 +127,20 @@ public final class Deduplicator {
     // The reserve may judge by a late clock (see TimeSource#laggingWallMillis): that only keeps
     // keys and leases alive longer and starts the new lease earlier. The settlements, which prove
     // the lease, read the exact clock: one system clock read per reserve + commit.
-    ReserveRequest request = request(key, fingerprint, time.laggingWallMillis());
-    return decide(key, store.reserve(request));
+    long now = time.laggingWallMillis();
+    ScopedFastPath bound = fast;
+    if (bound == null) {
+      return decide(key, store.reserve(request(key, fingerprint, now)));
+    }
+    Objects.requireNonNull(key, "key");
+    long token = token();
+    long leaseUntil = leaseUntil(now);
+    ReserveResult answer = bound.reserve(key, fingerprint, token, now, leaseUntil, ttl);
+    if (answer == null) {
+      listener.onPass(scope, key);
+      return new Decision.Acquired(new Reservation(this, key, token, leaseUntil));
+    }
+    return decide(key, answer);
   }
 
   /**
@@ -290,20 +312,30 @@ public final class Deduplicator {
   }
 
   private ReserveRequest request(DedupKey key, @Nullable Fingerprint fingerprint, long now) {
+    return new ReserveRequest(scope, key, fingerprint, token(), now, leaseMillis, ttl);
+  }
+
+  /** Returns when a lease taken at {@code now} runs out, as {@link ReserveRequest#leaseUntil()}. */
+  private long leaseUntil(long now) {
+    long at = now + leaseMillis;
+    return at < now ? Long.MAX_VALUE : at;
+  }
+
+  /** Draws a fencing token for a new reservation: random, never 0. */
+  private static long token() {
     // The fencing token must only differ from the token of any other reservation of the same key
     // that could still settle; it is not a secret (it never leaves the process through the facade).
     // ThreadLocalRandom costs a few instructions on the calling thread's own seed, with no shared
     // state (a counter shared by all threads would be one more contended cache line per event) and
     // no system call. Each thread's sequence is a bijection of a 64-bit counter, so one thread
-    // never
-    // repeats a token within 2^64 draws; two threads' sequences start from seeds spread by
+    // never repeats a token within 2^64 draws; two threads' sequences start from seeds spread by
     // ThreadLocalRandom's seeder, and two reservations of one key get equal tokens with probability
     // 2^-64.
     long token;
     do {
       token = ThreadLocalRandom.current().nextLong();
     } while (token == 0);
-    return new ReserveRequest(scope, key, fingerprint, token, now, leaseMillis, ttl);
+    return token;
   }
 
   private Decision decide(DedupKey key, ReserveResult result) {
@@ -327,8 +359,12 @@ public final class Deduplicator {
   }
 
   Settlement settleCommit(Reservation r, byte @Nullable [] result) {
+    long now = time.wallMillis();
+    ScopedFastPath bound = fast;
     SettleResult answer =
-        store.commit(new CommitRequest(scope, r.key(), r.token(), time.wallMillis(), ttl, result));
+        bound != null
+            ? bound.commit(r.key(), r.token(), now, ttl, result)
+            : store.commit(new CommitRequest(scope, r.key(), r.token(), now, ttl, result));
     return settled(r.key(), answer, Settlement.COMMITTED);
   }
 

@@ -2,9 +2,11 @@ package dev.idem.store.memory;
 
 import dev.idem.DedupKey;
 import dev.idem.DedupListener;
+import dev.idem.Fingerprint;
 import dev.idem.IdemConfigException;
 import dev.idem.Scope;
 import dev.idem.StoreException;
+import dev.idem.internal.ScopedFastPath;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.DeadLetter;
 import dev.idem.spi.DeadLetterQuery;
@@ -19,8 +21,10 @@ import dev.idem.spi.PendingEntry;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
+import dev.idem.spi.ReserveResult.Replaced;
 import dev.idem.spi.SettleResult;
 import dev.idem.spi.StoreCapabilities;
+import dev.idem.spi.Ttl;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -107,10 +111,11 @@ import org.jspecify.annotations.Nullable;
  * <h2>Memory</h2>
  *
  * Keys are held as their four digest words in primitive arrays, never as objects: 68 bytes per
- * entry plus 4 to 8 bytes of hash table, in pages of 2,048 entries (a small scope starts at 16), so
- * a scope of one million committed keys retains about 74 bytes per key (Camel's repository about
- * 200). Fingerprints and results are kept only for the entries that have them. Entries stay dense,
- * so removing keys (release, forget, eviction, sweeps) gives pages and table space back as a scope
+ * entry plus 8 to 16 bytes of hash table (kept at most half full, so that looking up a new key
+ * rarely walks a chain), in pages of 2,048 entries (a small scope starts at 16), so a scope of one
+ * million committed keys retains about 79 bytes per key (Camel's repository about 200).
+ * Fingerprints and results are kept only for the entries that have them. Entries stay dense, so
+ * removing keys (release, forget, eviction, sweeps) gives pages and table space back as a scope
  * shrinks; {@link #clear} and {@link #close} drop a scope's memory entirely. Dead entries hold
  * their slot until they are reused, swept ({@link #sweepExpired}) or evicted: call {@code
  * sweepExpired} periodically when scopes may shrink by expiry alone.
@@ -129,7 +134,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Thread-safe. {@link #capabilities()}: bounded keys, not durable, no native expiry, outbox.
  */
-public final class MemoryDedupStore implements DedupStore, OutboxStore {
+public final class MemoryDedupStore implements DedupStore, OutboxStore, ScopedFastPath.Source {
   private static final StoreCapabilities CAPABILITIES =
       new StoreCapabilities(true, false, false, true);
 
@@ -201,17 +206,46 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    */
   @Override
   public ReserveResult reserve(ReserveRequest request) {
-    // Kept small, and handing only the request's parts to the segment, so that the JIT inlines it
-    // into the caller and neither the request nor an Acquired answer is allocated (see
-    // Segment#reserve).
     DedupKey key = request.key();
+    long h = Segment.hash(key.word(0), key.word(1), key.word(2), key.word(3));
+    Scope scope = request.scope();
+    long token = request.token();
+    long leaseUntil = request.leaseUntil();
+    ReserveResult r =
+        reserveFrom(
+            segment(scope, h),
+            scope,
+            key,
+            h,
+            token,
+            request.nowMillis(),
+            leaseUntil,
+            request.fingerprint(),
+            request.ttl());
+    return r != null ? r : new ReserveResult.Acquired(token, leaseUntil, Replaced.NOTHING);
+  }
+
+  /**
+   * Applies a reserve, starting at {@code seg} (the key's stripe as the caller last knew it), and
+   * fires the events it recorded once the stripe's lock is released.
+   *
+   * @return null if the key was absent and is now held; otherwise the answer (see {@link
+   *     ScopedFastPath#reserve})
+   */
+  private @Nullable ReserveResult reserveFrom(
+      Segment seg,
+      Scope scope,
+      DedupKey key,
+      long h,
+      long token,
+      long now,
+      long leaseUntil,
+      @Nullable Fingerprint fingerprint,
+      Ttl ttl) {
     long w0 = key.word(0);
     long w1 = key.word(1);
     long w2 = key.word(2);
     long w3 = key.word(3);
-    long h = Segment.hash(w0, w1, w2, w3);
-    Scope scope = request.scope();
-    Segment seg = segment(scope, h);
     List<Segment.StoreEvent> events = null;
     try {
       while (true) {
@@ -219,7 +253,12 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
         try {
           if (!seg.retired) {
             try {
-              return reserveIn(seg, h, w0, w1, w2, w3, request);
+              int code = seg.reserve(h, w0, w1, w2, w3, token, now, leaseUntil, fingerprint, ttl);
+              return code == Segment.ACQUIRED
+                  ? null
+                  : code == Segment.ANSWERED
+                      ? seg.takeAnswer()
+                      : new ReserveResult.Acquired(token, leaseUntil, Segment.replaced(code));
             } finally {
               events = seg.drainEvents();
             }
@@ -237,7 +276,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
     }
   }
 
-  /** Applies a reserve to the segment of its key, under the segment's lock. */
+  /** Applies a reserve to the segment of its key, under the segment's lock (for batches). */
   private static ReserveResult reserveIn(
       Segment seg, long h, long w0, long w1, long w2, long w3, ReserveRequest r) {
     long token = r.token();
@@ -258,20 +297,41 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
    */
   @Override
   public SettleResult commit(CommitRequest request) {
+    Scope scope = request.scope();
     DedupKey key = request.key();
+    long h = Segment.hash(key.word(0), key.word(1), key.word(2), key.word(3));
+    return commitFrom(
+        segment(scope, h),
+        scope,
+        key,
+        h,
+        request.token(),
+        request.nowMillis(),
+        request.ttl(),
+        request.result());
+  }
+
+  /** Applies a commit, starting at {@code seg} (the key's stripe as the caller last knew it). */
+  private SettleResult commitFrom(
+      Segment seg,
+      Scope scope,
+      DedupKey key,
+      long h,
+      long token,
+      long now,
+      Ttl ttl,
+      byte @Nullable [] given) {
     long w0 = key.word(0);
     long w1 = key.word(1);
     long w2 = key.word(2);
     long w3 = key.word(3);
-    long h = Segment.hash(w0, w1, w2, w3);
-    byte[] result = copy(request.result());
-    Scope scope = request.scope();
-    Segment seg = segment(scope, h);
+    byte[] result = copy(given);
+    long deadline = ttl.expiresAt(now);
     while (true) {
       seg.lock();
       try {
         if (!seg.retired) {
-          return applied(commitIn(seg, h, w0, w1, w2, w3, request, result));
+          return applied(seg.commit(h, w0, w1, w2, w3, token, now, deadline, result));
         }
       } finally {
         seg.unlock();
@@ -1076,6 +1136,64 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore {
       } catch (RuntimeException ignored) {
         // A listener must never break deduplication.
       }
+    }
+  }
+
+  /**
+   * Returns this store's reserve and commit bound to one scope: what a {@link
+   * dev.idem.Deduplicator} calls on its hot path. Not API (its type is internal); use the {@link
+   * DedupStore} methods.
+   *
+   * @param scope the scope
+   * @return the bound operations, which behave exactly as {@link #reserve} and {@link #commit} of
+   *     that scope
+   */
+  @Override
+  public ScopedFastPath bind(Scope scope) {
+    return new Bound(Objects.requireNonNull(scope, "scope"));
+  }
+
+  /**
+   * One scope's reserve and commit. Caches the scope's stripes in a plain field, as {@link
+   * #segment} does for one scope of the whole store, but per deduplicator, so that every scope in
+   * use hits its own cache: a racy read is harmless (the stripes' scope is final, everything else
+   * is read under a stripe's lock, a retired stripe sends the call back to the map).
+   */
+  private final class Bound implements ScopedFastPath {
+    private final Scope scope;
+    private @Nullable Stripes stripes;
+
+    Bound(Scope scope) {
+      this.scope = scope;
+    }
+
+    @Override
+    public @Nullable ReserveResult reserve(
+        DedupKey key,
+        @Nullable Fingerprint fingerprint,
+        long token,
+        long nowMillis,
+        long leaseUntil,
+        Ttl ttl) {
+      long h = Segment.hash(key.word(0), key.word(1), key.word(2), key.word(3));
+      return reserveFrom(segment(h), scope, key, h, token, nowMillis, leaseUntil, fingerprint, ttl);
+    }
+
+    @Override
+    public SettleResult commit(
+        DedupKey key, long token, long nowMillis, Ttl ttl, byte @Nullable [] result) {
+      long h = Segment.hash(key.word(0), key.word(1), key.word(2), key.word(3));
+      return commitFrom(segment(h), scope, key, h, token, nowMillis, ttl, result);
+    }
+
+    private Segment segment(long h) {
+      checkOpen();
+      Stripes s = stripes;
+      if (s == null || s.retired) {
+        s = stripes(scope);
+        stripes = s;
+      }
+      return s.of(h);
     }
   }
 
