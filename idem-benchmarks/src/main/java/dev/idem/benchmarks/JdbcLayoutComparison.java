@@ -214,7 +214,10 @@ public final class JdbcLayoutComparison {
       rate[l] = perRound * rounds / (nanos[l] / 1e9);
       System.out.printf(Locale.ROOT, "%-12s reserve+commit: %,.0f keys/s%n", layouts[l], rate[l]);
     }
-    System.out.printf(Locale.ROOT, "partitioned / standard throughput: %.2f%n", rate[1] / rate[0]);
+    if (rate[0] > 0 && rate[1] > 0) {
+      System.out.printf(
+          Locale.ROOT, "partitioned / standard throughput: %.2f%n", rate[1] / rate[0]);
+    }
     if (anchor) {
       double a = perRound * rounds / (anchorNanos / 1e9);
       System.out.printf(
@@ -305,15 +308,20 @@ public final class JdbcLayoutComparison {
     long[] std = mariaDbSize(st, "std_keys");
     long[] part = mariaDbSize(st, "part_keys");
     long[] inflight = mariaDbSize(st, "part_keys_inflight");
-    System.out.printf(
-        Locale.ROOT,
-        "  %-12s %,d keys: %.1f B/key (data %.1f + indexes %.1f); files %.1f B/key%n",
-        "standard",
-        stdRows,
-        (std[0] + std[1]) / (double) stdRows,
-        std[0] / (double) stdRows,
-        std[1] / (double) stdRows,
-        std[2] / (double) stdRows);
+    if (stdRows > 0) { // not with --layouts partitioned
+      System.out.printf(
+          Locale.ROOT,
+          "  %-12s %,d keys: %.1f B/key (data %.1f + indexes %.1f); files %.1f B/key%n",
+          "standard",
+          stdRows,
+          (std[0] + std[1]) / (double) stdRows,
+          std[0] / (double) stdRows,
+          std[1] / (double) stdRows,
+          std[2] / (double) stdRows);
+    }
+    if (partRows == 0) { // not with --layouts standard
+      return;
+    }
     System.out.printf(
         Locale.ROOT,
         "  %-12s %,d keys: %.1f B/key (data %.1f + indexes %.1f); files %.1f B/key%n",
@@ -412,6 +420,9 @@ public final class JdbcLayoutComparison {
         long rows = rs.getLong(1);
         long heap = rs.getLong(2);
         long index = rs.getLong(3);
+        if (rows == 0) {
+          continue; // a layout not filled in this run (--layouts)
+        }
         System.out.printf(
             Locale.ROOT,
             "  %-12s %,d keys: %.1f B/key (heap %.1f + indexes %.1f), dead tuples %,d%n",
