@@ -174,26 +174,17 @@ final class Partitions {
             });
         break;
       } catch (SQLException e) {
-        long pauseMillis = Math.min(200, 25L << Math.min(attempt, 3));
         long spentNanos = System.nanoTime() - started;
-        long nextNanos = (pauseMillis + DDL_LOCK_TIMEOUT_MS) * 1_000_000L;
+        // a backoff and one more lock wait
+        long nextNanos = DDL_LOCK_TIMEOUT_MS * 1_000_000L + SqlExecutor.MAX_BACKOFF_US * 1_000L;
         if (!"55P03".equals(e.getSQLState()) || spentNanos + nextNanos > exec.budgetNanos()) {
           throw e;
         }
-        pause(pauseMillis);
+        SqlExecutor.backoff(attempt);
       }
     }
     known.add(day);
     return null;
-  }
-
-  private static void pause(long millis) throws SQLException {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new SQLException("interrupted while waiting to create a partition", "57014", e);
-    }
   }
 
   /** A partition of the committed keys. */

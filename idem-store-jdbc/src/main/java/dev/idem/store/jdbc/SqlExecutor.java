@@ -54,7 +54,7 @@ final class SqlExecutor {
   /** First backoff ceiling in microseconds; doubled per attempt up to {@link #MAX_BACKOFF_US}. */
   private static final long BASE_BACKOFF_US = 500;
 
-  private static final long MAX_BACKOFF_US = 50_000;
+  static final long MAX_BACKOFF_US = 50_000;
 
   private final DataSource dataSource;
   private final JdbcDialect dialect;
@@ -311,7 +311,8 @@ final class SqlExecutor {
     };
   }
 
-  private static void backoff(int attempt) {
+  /** Waits a jittered, doubling pause before attempt {@code attempt + 1} (at most 50 ms). */
+  static void backoff(int attempt) {
     long ceiling = Math.min(MAX_BACKOFF_US, BASE_BACKOFF_US << Math.min(attempt - 1, 16));
     long micros = ceiling / 2 + ThreadLocalRandom.current().nextLong(ceiling / 2 + 1);
     LockSupport.parkNanos(micros * 1_000);
