@@ -198,12 +198,7 @@ class PartitionedDedupStateTest {
     kafka.createTopic(topic, 1);
     kafka.createTopic(other, 1);
     TopicPartition p0 = new TopicPartition(topic, 0);
-    Map<String, Object> member = kafka.consumerConfig(group);
-    member.put(
-        ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
-        CooperativeStickyAssignor.class.getName());
-    member.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 100);
-    member.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, 120_000);
+    Map<String, Object> member = cooperativeMember(group);
     AtomicInteger handled = new AtomicInteger();
     try (PartitionedDedupState state = open(topic, "rebalance");
         KafkaConsumer<String, String> consumer = new KafkaConsumer<>(member);
@@ -211,15 +206,7 @@ class PartitionedDedupStateTest {
         KafkaConsumer<String, String> joiner = new KafkaConsumer<>(member);
         KafkaProducer<String, String> producer = kafka.producer();
         Admin admin = Admin.create(Map.of("bootstrap.servers", kafka.bootstrapServers()))) {
-      PartitionedDedupLoop<String, String> loop =
-          PartitionedDedupLoop.<String, String>builder(
-                  consumer,
-                  state,
-                  store -> Deduplicator.builder(store, SCOPE).build(),
-                  RecordKeys.recordKey(),
-                  r -> handled.incrementAndGet())
-              .build()
-              .subscribe();
+      PartitionedDedupLoop<String, String> loop = countingLoop(consumer, state, handled);
       // given a loop that owns the topic's partition, and a group member (on another topic) that
       // joined and stopped polling
       producer.send(new ProducerRecord<>(topic, "k-0", "v")).get();
@@ -295,12 +282,7 @@ class PartitionedDedupStateTest {
     kafka.createTopic(other, 1);
     List<TopicPartition> parts =
         List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
-    Map<String, Object> member = kafka.consumerConfig(group);
-    member.put(
-        ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
-        CooperativeStickyAssignor.class.getName());
-    member.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 100);
-    member.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, 120_000);
+    Map<String, Object> member = cooperativeMember(group);
     AtomicInteger handled = new AtomicInteger();
     try (PartitionedDedupState state = open(topic, "revoke");
         KafkaConsumer<String, String> consumer = new KafkaConsumer<>(member);
@@ -308,15 +290,7 @@ class PartitionedDedupStateTest {
         KafkaConsumer<String, String> joiner = new KafkaConsumer<>(member);
         KafkaProducer<String, String> producer = kafka.producer();
         Admin admin = Admin.create(Map.of("bootstrap.servers", kafka.bootstrapServers()))) {
-      PartitionedDedupLoop<String, String> loop =
-          PartitionedDedupLoop.<String, String>builder(
-                  consumer,
-                  state,
-                  store -> Deduplicator.builder(store, SCOPE).build(),
-                  RecordKeys.recordKey(),
-                  r -> handled.incrementAndGet())
-              .build()
-              .subscribe();
+      PartitionedDedupLoop<String, String> loop = countingLoop(consumer, state, handled);
       // given a loop that owns both partitions, and a group member (on another topic) that joined
       // and stopped polling
       long[] end = new long[2];
@@ -403,6 +377,30 @@ class PartitionedDedupStateTest {
         .isInstanceOf(IdemConfigException.class)
         .hasMessageContaining("the input topic " + topic + " does not exist")
         .hasMessageContaining("--create --topic " + topic);
+  }
+
+  /** A group member on the cooperative assignor that notices a rebalance within 100 ms. */
+  private static Map<String, Object> cooperativeMember(String group) {
+    Map<String, Object> member = kafka.consumerConfig(group);
+    member.put(
+        ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+        CooperativeStickyAssignor.class.getName());
+    member.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 100);
+    member.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, 120_000);
+    return member;
+  }
+
+  /** A subscribed loop on {@code state} whose handler counts the records it acts on. */
+  private static PartitionedDedupLoop<String, String> countingLoop(
+      KafkaConsumer<String, String> consumer, PartitionedDedupState state, AtomicInteger handled) {
+    return PartitionedDedupLoop.<String, String>builder(
+            consumer,
+            state,
+            store -> Deduplicator.builder(store, SCOPE).build(),
+            RecordKeys.recordKey(),
+            r -> handled.incrementAndGet())
+        .build()
+        .subscribe();
   }
 
   private static GroupState groupState(Admin admin, String group) throws Exception {
