@@ -7,6 +7,7 @@
 #   idem-benchmarks/scripts/service-bench.sh            # defaults below; needs wrk (apt-get install wrk)
 #   DURATION=30s CONNECTIONS=64 ROUNDS=2 idem-benchmarks/scripts/service-bench.sh
 #   TARGETS="bare memory" idem-benchmarks/scripts/service-bench.sh   # skip RocksDB
+#   PERF=1 HALF=0 idem-benchmarks/scripts/service-bench.sh   # + system calls and context switches per request
 #   IDEM_JAR_B=/tmp/idem-before.jar TARGETS="bare memory memory-b rocksdb rocksdb-b" \
 #     idem-benchmarks/scripts/service-bench.sh   # before/after in the same run: *-b use IDEM_JAR_B
 #
@@ -26,6 +27,7 @@ WARMUP="${WARMUP:-15s}"
 THREADS="${THREADS:-2}"
 CONNECTIONS="${CONNECTIONS:-32}"
 ROUNDS="${ROUNDS:-2}"
+PERF="${PERF:-0}"   # 1: also count the server's system calls and context switches per request (perf stat)
 HALF="${HALF:-1}"   # 0: skip the half-rate latency runs (req/s and CPU per request only)
 RATE="${RATE:-}"    # req/s: pace the second run of every target at this rate instead of half its maximum
 TARGETS="${TARGETS:-bare memory rocksdb}"   # e.g. TARGETS="bare memory" for the memory store only
@@ -124,8 +126,20 @@ for round in $(seq 1 "$ROUNDS"); do
     start "$target"
     run_wrk "$url" "warm$round$target" "$WARMUP" 0 >/dev/null
     ticks="$(cpu_ticks "$pid")"
+    perf_pid=""
+    if [ "$PERF" = 1 ]; then
+      perf stat -x, -e raw_syscalls:sys_enter,context-switches -p "$pid" -o "$work/perf.txt" 2>/dev/null &
+      perf_pid=$!
+    fi
     max="$(run_wrk "$url" "max$round$target" "$DURATION" 0)"
     ticks="$(( $(cpu_ticks "$pid") - ticks ))"
+    if [ -n "$perf_pid" ]; then
+      kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true
+      counts="$(awk -F, -v n="$(field requests "$max")" '
+        $3 == "raw_syscalls:sys_enter" { s = $1 } $3 == "context-switches" { c = $1 }
+        END { printf "syscalls/req=%.2f ctxsw/req=%.2f", s / n, c / n }' "$work/perf.txt")"
+      echo "# counts $round $target: $counts (perf stat on the server's JVM during the full-load run)"
+    fi
     rps="$(field rps "$max")"
     cpu="$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$(field requests "$max")" \
       'BEGIN { printf "%.1f", (n > 0 ? t / hz * 1e6 / n : 0) }')"

@@ -115,16 +115,21 @@ final class GroupWriter {
 
   private void lead(Group group, byte[] bytes, int length) {
     // Until the write returns, the group counts as failed: an Error thrown out of it must not let
-    // the group's callers believe their records were written.
-    IOException failure = new IOException("the write of this group did not complete");
+    // the group's callers believe their records were written. (The exception for that case is made
+    // only then: filling in its stack trace on every group cost more than the group's copy.)
+    boolean completed = false;
+    @Nullable IOException failure = null;
     try {
       output.write(bytes, length);
-      failure = null;
+      completed = true;
     } catch (IOException e) {
       failure = e;
     } catch (RuntimeException e) {
       failure = new IOException(e.toString(), e);
     } finally {
+      if (!completed && failure == null) {
+        failure = new IOException("the write of this group did not complete");
+      }
       synchronized (lock) {
         group.written = true;
         group.failure = failure;
