@@ -20,10 +20,12 @@ import java.util.function.LongUnaryOperator;
  * Builds of the default key in one JVM, next to raw SHA-256 of the same body: the key of {@link
  * KeyDerivationCpuTime} with the Idem classes of each build (e.g. an older one and a newer one),
  * each in its own class loader, in alternating slots (SHA-256, build 1, build 2, SHA-256, ...) of
- * the calling thread's CPU time. On a loaded machine this is the before/after figure to trust: both
- * builds see the same minutes, the same JIT threads and the same collector. Prints the medians over
- * rounds of CPU ns per operation and of the per-round ratios: SHA-256 time / key time (key
- * throughput / SHA-256 throughput; the target is at least 0.25) and a build's time / build 1's.
+ * the calling thread's CPU time. On a loaded machine the ratio between builds is the before/after
+ * figure to trust: both builds see the same minutes, the same JIT threads and the same collector
+ * (two slots of one build agreed within about 4% at load 5-10). The key / SHA-256 ratio itself
+ * still moves between runs with the machine's state. Prints the medians over rounds of CPU ns per
+ * operation and of the per-round ratios: SHA-256 time / key time (key throughput / SHA-256
+ * throughput; the target is at least 0.25) and a build's time / build 1's.
  *
  * <p>A build is a jar or a classes directory that holds {@code dev.idem.key} (a benchmarks jar, an
  * idem-core jar, or {@code idem-core/target/classes/}).
