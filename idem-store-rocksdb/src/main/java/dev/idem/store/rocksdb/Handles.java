@@ -163,6 +163,14 @@ final class Handles {
               .setMaxBackgroundJobs(
                   Math.max(2, Math.min(4, Runtime.getRuntime().availableProcessors())))
               .setBytesPerSync(1L << 20)
+              // Writers that meet in RocksDB's write queue (a group commit's batch, sliding
+              // refreshes, outbox bookkeeping) wait for the queue's leader without spinning on
+              // sched_yield (up to 100 µs each by default), which on a machine with few cores
+              // takes the core from the very thread they wait for; and the leader inserts the
+              // whole group into the memtables itself instead of waking every follower to insert
+              // its own part (one more wake-up and wait per follower).
+              .setEnableWriteThreadAdaptiveYield(false)
+              .setAllowConcurrentMemtableWrite(false)
               // Several column families share the WAL; a small one (outbox, meta) must not pin old
               // WAL files forever: past this size, RocksDB flushes the families that hold them.
               .setMaxTotalWalSize(256L << 20)

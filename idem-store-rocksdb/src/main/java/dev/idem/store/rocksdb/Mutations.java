@@ -3,8 +3,10 @@ package dev.idem.store.rocksdb;
 import java.util.Arrays;
 import org.jspecify.annotations.Nullable;
 import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.WriteBatch;
+import org.rocksdb.WriteOptions;
 
 /**
  * The changes of one atomic step, gathered on the Java side so that a group commit can copy many
@@ -48,6 +50,26 @@ final class Mutations {
     Arrays.fill(values, 0, size, null);
     Arrays.fill(families, 0, size, null);
     size = 0;
+  }
+
+  /**
+   * Writes a step of exactly one put or delete directly, without a native write batch (one native
+   * call instead of four: create, add, write, free), atomically like any single write.
+   *
+   * @return false, writing nothing, if the step has more or other changes
+   */
+  boolean writeAlone(RocksDB db, WriteOptions options) throws RocksDBException {
+    if (size != 1) {
+      return false;
+    }
+    switch (kinds[0]) {
+      case PUT -> db.put(families[0], options, keys[0], values[0]);
+      case DELETE -> db.delete(families[0], options, keys[0]);
+      default -> {
+        return false;
+      }
+    }
+    return true;
   }
 
   void appendTo(WriteBatch batch) throws RocksDBException {

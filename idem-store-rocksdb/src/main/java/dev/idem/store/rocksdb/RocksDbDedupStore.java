@@ -95,6 +95,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
   private static final long OUTBOX_ID_BLOCK = 1L << 20;
   private static final byte[] EMPTY = new byte[0];
   private static final int CLEAR_BATCH = 1_024;
+  private static final long INDEX_GRANULE_MILLIS = 1_000;
 
   private final RocksDbStoreConfig config;
   private final String description;
@@ -1321,8 +1322,9 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
 
   /**
    * Stages the change from {@code current} to {@code next} (null: delete): the entry, and its
-   * expiry-index entry moved with its deadline, in the same batch, so the index never points at a
-   * deadline the entry does not have once the batch is applied.
+   * expiry-index entry moved with its {@linkplain #indexedDeadline indexed deadline}, in the same
+   * batch, so once the batch is applied the index holds the entry's key at its indexed deadline. A
+   * sliding refresh that stays within the same granule writes the entry alone.
    */
   private void stage(
       Mutations step,
@@ -1331,24 +1333,41 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
       byte[] entryKey,
       @Nullable StoredEntry current,
       @Nullable StoredEntry next) {
-    long oldDeadline = current == null ? Long.MAX_VALUE : current.deadlineMillis();
+    long oldIndexed = current == null ? Long.MAX_VALUE : indexedDeadline(current.deadlineMillis());
     if (next == null) {
       step.delete(entries, entryKey);
-      if (oldDeadline != Long.MAX_VALUE) {
-        step.delete(expiry, sk.indexKey(oldDeadline, key));
+      if (oldIndexed != Long.MAX_VALUE) {
+        step.delete(expiry, sk.indexKey(oldIndexed, key));
       }
       return;
     }
     step.put(entries, entryKey, EntryCodec.encode(next));
-    long newDeadline = next.deadlineMillis();
-    if (newDeadline != oldDeadline) {
-      if (oldDeadline != Long.MAX_VALUE) {
-        step.delete(expiry, sk.indexKey(oldDeadline, key));
+    long newIndexed = indexedDeadline(next.deadlineMillis());
+    if (newIndexed != oldIndexed) {
+      if (oldIndexed != Long.MAX_VALUE) {
+        step.delete(expiry, sk.indexKey(oldIndexed, key));
       }
-      if (newDeadline != Long.MAX_VALUE) {
-        step.put(expiry, sk.indexKey(newDeadline, key), EMPTY);
+      if (newIndexed != Long.MAX_VALUE) {
+        step.put(expiry, sk.indexKey(newIndexed, key), EMPTY);
       }
     }
+  }
+
+  /**
+   * The deadline under which the expiry index keeps an entry: its deadline rounded down to a whole
+   * {@value #INDEX_GRANULE_MILLIS} ms (never later than the deadline, so the sweeper reaches the
+   * entry by its deadline), or {@link Long#MAX_VALUE} for an entry kept forever. A sliding refresh
+   * moves a deadline by a little at each duplicate; within one granule it leaves the index alone,
+   * so it writes one key instead of three (the entry, the old index key's removal, the new one).
+   */
+  static long indexedDeadline(long deadlineMillis) {
+    if (deadlineMillis == Long.MAX_VALUE) {
+      return Long.MAX_VALUE;
+    }
+    if (deadlineMillis < Long.MIN_VALUE + INDEX_GRANULE_MILLIS) {
+      return Long.MIN_VALUE;
+    }
+    return deadlineMillis - Math.floorMod(deadlineMillis, INDEX_GRANULE_MILLIS);
   }
 
   private @Nullable StoredEntry read(ScopeKeys sk, DedupKey key, byte[] entryKey)
@@ -1438,7 +1457,13 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     }
   }
 
-  /** Removes the entry an index key points at if its stored deadline is that key's and passed. */
+  /**
+   * Handles one index key whose deadline passed: removes the entry it points at if that entry is
+   * dead at {@code now} (with the index key and, if it differs, the entry's own index key), keeps
+   * both if the entry is live and indexed by this key (a deadline later in the same granule), and
+   * otherwise removes the index key as left over, first writing the live entry's own index key
+   * (idempotent; it makes up for keys written by a version that indexed exact deadlines).
+   */
   private boolean expire(ScopeKeys sk, byte[] indexKey, long now) throws RocksDBException {
     DedupKey key = sk.indexDigest(indexKey);
     long deadline = sk.indexDeadline(indexKey);
@@ -1450,13 +1475,20 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     try {
       StoredEntry current = read(sk, key, entryKey);
       Mutations step = new Mutations();
-      if (current != null && current.deadlineMillis() == deadline) {
-        if (!current.isDeadAt(now)) {
+      if (current != null) {
+        long own = indexedDeadline(current.deadlineMillis());
+        if (current.isDeadAt(now)) {
+          step.delete(entries, entryKey);
+          if (own != deadline && own != Long.MAX_VALUE) {
+            step.delete(expiry, sk.indexKey(own, key));
+          }
+          expired = true;
+          leaseExpired = current.state() == StoredEntry.State.IN_FLIGHT;
+        } else if (own == deadline) {
           return false;
+        } else if (own != Long.MAX_VALUE) {
+          step.put(expiry, sk.indexKey(own, key), EMPTY);
         }
-        step.delete(entries, entryKey);
-        expired = true;
-        leaseExpired = current.state() == StoredEntry.State.IN_FLIGHT;
       }
       // Either the entry expired, or the index key is left over from an older deadline.
       step.delete(expiry, indexKey);

@@ -116,6 +116,9 @@ final class Writer implements AutoCloseable {
   }
 
   private void writeNow(Mutations step, WriteOptions options) throws RocksDBException {
+    if (step.writeAlone(db, options)) {
+      return; // e.g. a sliding refresh within its index granule: the entry alone
+    }
     try (WriteBatch batch = new WriteBatch()) {
       step.appendTo(batch);
       db.write(options, batch);

@@ -220,8 +220,11 @@ class RocksDbDedupStoreTest {
                 t, now + 1 + Fixtures.LEASE, ReserveResult.Replaced.NOTHING));
     assertThat(store.commit(commit(ORDERS, orphan, 7, now + 2))).isEqualTo(SettleResult.STALE);
     assertThat(store.commit(commit(ORDERS, orphan, t, now + 2))).isEqualTo(SettleResult.APPLIED);
+    // The orphan's index key (at its exact deadline, as that version wrote it) is left over until
+    // the sweeper reaches it, which removes it and keeps the live commit and its own index key.
+    assertThat(store.sweepExpired(deadline)).isZero();
+    assertThat(store.inspect(ORDERS, orphan, deadline)).isInstanceOf(KeyState.Committed.class);
     store.close();
-    // The orphan's index entry went with it: only the commit's is left.
     assertThat(RawDb.countScopeKeys(dir, Handles.CF_EXPIRY, ORDERS)).isEqualTo(1);
   }
 
