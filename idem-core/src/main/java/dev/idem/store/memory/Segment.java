@@ -35,14 +35,13 @@ import org.jspecify.annotations.Nullable;
  * <p>Slot layout. Slot {@code s} lives in page {@code s >>> PAGE_SHIFT} at index {@code s &
  * PAGE_MASK}; each page is one {@code long[]} (7 longs per slot: the four digest words, deadline,
  * token, since) and one {@code int[]} (3 ints per slot: hash-chain next with the committed flag in
- * bit 31, recency prev (not kept for a list's first entry: see prev(int)), recency next), i.e. 68
- * bytes per slot. Fingerprints and results live in a side {@code Object[]} page allocated only for
- * pages that have any. Slot numbers 0 and 1 are the sentinels of the committed and in-flight
- * recency lists (their links are fields of the segment, next to its lock word, not page entries);
- * entries occupy slots {@code 2 .. count+1} with no holes: removing an entry moves the last slot
- * into the hole, so memory follows the live count and trailing pages are freed as a scope shrinks.
- * The bucket table holds slot numbers (0 = empty) and is resized at load factor 1/2 (grow) and 1/8
- * (shrink).
+ * bit 31, recency prev, recency next), i.e. 68 bytes per slot. Fingerprints and results live in a
+ * side {@code Object[]} page allocated only for pages that have any. Slot numbers 0 and 1 are the
+ * sentinels of the committed and in-flight recency lists (their links are fields of the segment,
+ * next to its lock word, not page entries); entries occupy slots {@code 2 .. count+1} with no
+ * holes: removing an entry moves the last slot into the hole, so memory follows the live count and
+ * trailing pages are freed as a scope shrinks. The bucket table holds slot numbers (0 = empty) and
+ * is resized at load factor 1/2 (grow) and 1/8 (shrink).
  *
  * <p>The eviction order and its reporting are described on {@link MemoryDedupStore}.
  */
@@ -784,26 +783,9 @@ final class Segment extends SegmentPadding {
     return intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + NEXT];
   }
 
-  // The first entry of a list has the list's sentinel before it, and its own prev link is not
-  // kept (it holds whatever it held when the entry ahead of it left): prev(int) answers the
-  // sentinel for it, from the list's first-entry field. An entry becomes first only when the one
-  // ahead of it leaves (entries join a list only at its tail) and stays first until it leaves
-  // itself, so the link is never read while it is stale. This saves the write that removing a
-  // list's first entry would make to the next entry's links: an eviction (every reserve of a new
-  // key in a full stripe) removes the least recently used entry, the first one, and the entry
-  // after it was last touched hundreds of operations earlier, so that write was a cache miss on
-  // every eviction (and, with two threads, a line taken from the other core about every second
-  // time), waited for at the next lock's compare-and-set.
-
   private int prev(int s) {
     if (s < FIRST) {
       return s == COMMITTED ? committedLast : inFlightLast;
-    }
-    if (s == committedFirst) {
-      return COMMITTED;
-    }
-    if (s == inFlightFirst) {
-      return IN_FLIGHT;
     }
     return intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + PREV];
   }
@@ -839,12 +821,12 @@ final class Segment extends SegmentPadding {
   }
 
   private void unlinkRecency(int s) {
-    int prev = prev(s);
-    int next = intPages[s >>> PAGE_SHIFT][(s & PAGE_MASK) * INTS + NEXT];
+    int[] sp = intPages[s >>> PAGE_SHIFT];
+    int si = (s & PAGE_MASK) * INTS;
+    int prev = sp[si + PREV];
+    int next = sp[si + NEXT];
     setNext(prev, next);
-    if (prev >= FIRST || next < FIRST) {
-      setPrev(next, prev); // else next is now its list's first entry, whose prev link is not kept
-    }
+    setPrev(next, prev);
   }
 
   private void moveToTail(int s, int list) {
@@ -945,7 +927,6 @@ final class Segment extends SegmentPadding {
       long[] from = longPages[last >>> PAGE_SHIFT];
       int fb = (last & PAGE_MASK) * LONGS;
       System.arraycopy(from, fb, longPages[s >>> PAGE_SHIFT], (s & PAGE_MASK) * LONGS, LONGS);
-      int movedPrev = prev(last); // its list's sentinel if it is the first entry
       int[] fi = intPages[last >>> PAGE_SHIFT];
       int fib = (last & PAGE_MASK) * INTS;
       System.arraycopy(fi, fib, intPages[s >>> PAGE_SHIFT], (s & PAGE_MASK) * INTS, INTS);
@@ -953,7 +934,7 @@ final class Segment extends SegmentPadding {
       repointChain(last, s, hashOf(s));
       int[] sp = intPages[s >>> PAGE_SHIFT];
       int si = (s & PAGE_MASK) * INTS;
-      setNext(movedPrev, s);
+      setNext(sp[si + PREV], s);
       setPrev(sp[si + NEXT], s);
     }
     setExtra(last, null);
