@@ -358,14 +358,43 @@ public final class Deduplicator {
     return new Decision.Conflict(key);
   }
 
+  /**
+   * Commits a reservation that the caller has claimed ({@link Reservation#begin()}); only for a
+   * deduplicator without a fast path (see {@link #commitClaiming}).
+   */
   Settlement settleCommit(Reservation r, byte @Nullable [] result) {
-    long now = time.wallMillis();
-    ScopedFastPath bound = fast;
     SettleResult answer =
-        bound != null
-            ? bound.commit(r.key(), r.token(), now, ttl, result)
-            : store.commit(new CommitRequest(scope, r.key(), r.token(), now, ttl, result));
+        store.commit(new CommitRequest(scope, r.key(), r.token(), time.wallMillis(), ttl, result));
     return settled(r.key(), answer, Settlement.COMMITTED);
+  }
+
+  /** Whether this deduplicator's reservations are claimed under the store's key lock. */
+  boolean claimsUnderStoreLock() {
+    return fast != null;
+  }
+
+  /**
+   * Claims and commits a reservation in one hold of its key's lock in the store (a deduplicator
+   * with a fast path): the claim needs no compare-and-set of its own.
+   *
+   * @throws ReservationSettledException if it was settled or is being settled
+   */
+  Settlement commitClaiming(Reservation r, byte @Nullable [] result) {
+    ScopedFastPath bound = Objects.requireNonNull(fast);
+    SettleResult answer =
+        bound.commit(r.key(), r.token(), time.wallMillis(), ttl, result, Reservation.CLAIMER, r);
+    if (answer == null) {
+      throw new ReservationSettledException(scope, r.key(), r.settlement());
+    }
+    return settled(r.key(), answer, Settlement.COMMITTED);
+  }
+
+  /**
+   * Claims a reservation under its key's lock in the store (a deduplicator with a fast path), for a
+   * settlement made through the store's SPI.
+   */
+  boolean claimUnderStoreLock(Reservation r) {
+    return Objects.requireNonNull(fast).claim(r.key(), Reservation.CLAIMER, r);
   }
 
   Settlement settleCommitAndEnqueue(Reservation r, List<OutboxMessage> messages) {

@@ -1,5 +1,6 @@
 package dev.idem;
 
+import dev.idem.internal.ScopedFastPath;
 import dev.idem.spi.OutboxMessage;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -203,13 +204,19 @@ public final class Reservation {
    * @throws StoreUnavailableException if the store did not answer (the reservation stays open)
    */
   public Settlement commit(byte @Nullable [] result) {
-    begin();
     Settlement s;
-    try {
-      s = owner.settleCommit(this, result);
-    } catch (RuntimeException e) {
-      reopen();
-      throw e;
+    if (owner.claimsUnderStoreLock()) {
+      // The store claims this handle and commits its key in one hold of the key's lock, and gives
+      // the claim back if that fails.
+      s = owner.commitClaiming(this, result);
+    } else {
+      begin();
+      try {
+        s = owner.settleCommit(this, result);
+      } catch (RuntimeException e) {
+        reopen();
+        throw e;
+      }
     }
     return complete(s);
   }
@@ -278,12 +285,40 @@ public final class Reservation {
     return new FanOut(this, children);
   }
 
-  /** Marks the handle as being settled by a batch; throws if it is not open. */
+  /** Marks the handle as being settled; throws if it is not open. */
   void begin() {
-    if (!STATE.compareAndSet(this, OPEN, SETTLING)) {
+    boolean claimed =
+        owner.claimsUnderStoreLock()
+            ? owner.claimUnderStoreLock(this)
+            : STATE.compareAndSet(this, OPEN, SETTLING);
+    if (!claimed) {
       throw new ReservationSettledException(scope(), key, settlement());
     }
   }
+
+  /**
+   * Claims handles under their key's lock in the memory store, for a deduplicator with a fast path.
+   * Every claim of such a handle is made under that lock (see {@link Deduplicator#commitClaiming}
+   * and {@link Deduplicator#claimUnderStoreLock}), so plain reads and writes of the state exclude
+   * each other; the settlement is then published with a release store, as on the other path.
+   */
+  static final ScopedFastPath.Claimer CLAIMER =
+      new ScopedFastPath.Claimer() {
+        @Override
+        public boolean claim(Object handle) {
+          Reservation r = (Reservation) handle;
+          if ((int) STATE.get(r) != OPEN) {
+            return false;
+          }
+          STATE.set(r, SETTLING);
+          return true;
+        }
+
+        @Override
+        public void unclaim(Object handle) {
+          ((Reservation) handle).reopen();
+        }
+      };
 
   // The settle methods repeat the same try/catch instead of sharing a helper that takes a lambda:
   // that helper's call site sees three lambdas, is not inlined, and each settlement would allocate

@@ -489,8 +489,17 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore, ScopedFa
   @Override
   public long clear(Scope scope) {
     checkOpen();
-    Stripes stripes = scopes.remove(scope);
-    return stripes == null ? 0 : retire(stripes);
+    Stripes stripes = scopes.get(scope);
+    if (stripes == null) {
+      return 0;
+    }
+    // Retired first, removed from the map after: a thread that holds a stripe's lock and finds it
+    // not retired then knows that no newer stripe of the scope exists yet, so two threads working
+    // on one key are always under the same lock (the facade's handle claims rely on it). Between
+    // the two steps, callers that meet a retired stripe look the scope up again until it is gone.
+    long n = retire(stripes);
+    scopes.remove(scope, stripes);
+    return n;
   }
 
   /**
@@ -703,9 +712,8 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore, ScopedFa
     closed = true;
     while (!scopes.isEmpty()) {
       for (Map.Entry<Scope, Stripes> e : scopes.entrySet()) {
-        if (scopes.remove(e.getKey(), e.getValue())) {
-          retire(e.getValue());
-        }
+        retire(e.getValue()); // before the removal, as in clear
+        scopes.remove(e.getKey(), e.getValue());
       }
     }
     queues.clear();
@@ -1180,10 +1188,58 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore, ScopedFa
     }
 
     @Override
-    public SettleResult commit(
-        DedupKey key, long token, long nowMillis, Ttl ttl, byte @Nullable [] result) {
+    public @Nullable SettleResult commit(
+        DedupKey key,
+        long token,
+        long nowMillis,
+        Ttl ttl,
+        byte @Nullable [] result,
+        ScopedFastPath.Claimer claimer,
+        Object handle) {
       long h = Segment.hash(key.word(0), key.word(1), key.word(2), key.word(3));
-      return commitFrom(segment(h), scope, key, h, token, nowMillis, ttl, result);
+      Segment seg = segment(h);
+      long w0 = key.word(0);
+      long w1 = key.word(1);
+      long w2 = key.word(2);
+      long w3 = key.word(3);
+      byte[] copied = copy(result);
+      long deadline = ttl.expiresAt(nowMillis);
+      while (true) {
+        seg.lock();
+        try {
+          if (!seg.retired) {
+            if (!claimer.claim(handle)) {
+              return null;
+            }
+            try {
+              return applied(seg.commit(h, w0, w1, w2, w3, token, nowMillis, deadline, copied));
+            } catch (RuntimeException | Error e) {
+              claimer.unclaim(handle);
+              throw e;
+            }
+          }
+        } finally {
+          seg.unlock();
+        }
+        seg = segmentAgain(scope, h);
+      }
+    }
+
+    @Override
+    public boolean claim(DedupKey key, ScopedFastPath.Claimer claimer, Object handle) {
+      long h = Segment.hash(key.word(0), key.word(1), key.word(2), key.word(3));
+      Segment seg = segment(h);
+      while (true) {
+        seg.lock();
+        try {
+          if (!seg.retired) {
+            return claimer.claim(handle);
+          }
+        } finally {
+          seg.unlock();
+        }
+        seg = segmentAgain(scope, h);
+      }
     }
 
     private Segment segment(long h) {
