@@ -300,19 +300,28 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore, ScopedFa
     Scope scope = request.scope();
     DedupKey key = request.key();
     long h = Segment.hash(key.word(0), key.word(1), key.word(2), key.word(3));
-    return commitFrom(
-        segment(scope, h),
-        scope,
-        key,
-        h,
-        request.token(),
-        request.nowMillis(),
-        request.ttl(),
-        request.result());
+    return Objects.requireNonNull(
+        commitFrom(
+            segment(scope, h),
+            scope,
+            key,
+            h,
+            request.token(),
+            request.nowMillis(),
+            request.ttl(),
+            request.result(),
+            null,
+            null));
   }
 
-  /** Applies a commit, starting at {@code seg} (the key's stripe as the caller last knew it). */
-  private SettleResult commitFrom(
+  /**
+   * Applies a commit, starting at {@code seg} (the key's stripe as the caller last knew it). With a
+   * {@code claimer}, the facade's handle is claimed first in the same hold of the key's lock (and
+   * given back if the commit throws).
+   *
+   * @return null only if the claimer could not claim the handle (nothing changed)
+   */
+  private @Nullable SettleResult commitFrom(
       Segment seg,
       Scope scope,
       DedupKey key,
@@ -320,7 +329,9 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore, ScopedFa
       long token,
       long now,
       Ttl ttl,
-      byte @Nullable [] given) {
+      byte @Nullable [] given,
+      ScopedFastPath.@Nullable Claimer claimer,
+      @Nullable Object handle) {
     long w0 = key.word(0);
     long w1 = key.word(1);
     long w2 = key.word(2);
@@ -331,7 +342,18 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore, ScopedFa
       seg.lock();
       try {
         if (!seg.retired) {
-          return applied(seg.commit(h, w0, w1, w2, w3, token, now, deadline, result));
+          if (claimer == null) {
+            return applied(seg.commit(h, w0, w1, w2, w3, token, now, deadline, result));
+          }
+          if (!claimer.claim(handle)) {
+            return null;
+          }
+          try {
+            return applied(seg.commit(h, w0, w1, w2, w3, token, now, deadline, result));
+          } catch (RuntimeException | Error e) {
+            claimer.unclaim(handle);
+            throw e;
+          }
         }
       } finally {
         seg.unlock();
@@ -1197,32 +1219,7 @@ public final class MemoryDedupStore implements DedupStore, OutboxStore, ScopedFa
         ScopedFastPath.Claimer claimer,
         Object handle) {
       long h = Segment.hash(key.word(0), key.word(1), key.word(2), key.word(3));
-      Segment seg = segment(h);
-      long w0 = key.word(0);
-      long w1 = key.word(1);
-      long w2 = key.word(2);
-      long w3 = key.word(3);
-      byte[] copied = copy(result);
-      long deadline = ttl.expiresAt(nowMillis);
-      while (true) {
-        seg.lock();
-        try {
-          if (!seg.retired) {
-            if (!claimer.claim(handle)) {
-              return null;
-            }
-            try {
-              return applied(seg.commit(h, w0, w1, w2, w3, token, nowMillis, deadline, copied));
-            } catch (RuntimeException | Error e) {
-              claimer.unclaim(handle);
-              throw e;
-            }
-          }
-        } finally {
-          seg.unlock();
-        }
-        seg = segmentAgain(scope, h);
-      }
+      return commitFrom(segment(h), scope, key, h, token, nowMillis, ttl, result, claimer, handle);
     }
 
     @Override
