@@ -2,17 +2,12 @@ package dev.idem.benchmarks;
 
 import dev.idem.key.InboundEvent;
 import dev.idem.key.KeyRule;
-import java.io.IOException;
-import java.io.InputStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
-import java.net.URL;
-import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
-import java.util.Arrays;
 import java.util.function.Consumer;
 import java.util.function.LongUnaryOperator;
 
@@ -49,6 +44,12 @@ public final class KeyDerivationBuildsAlternating {
    * @throws Exception if a build cannot be loaded
    */
   public static void main(String[] args) throws Exception {
+    if (args.length < 5) {
+      System.err.println(
+          "usage: KeyDerivationBuildsAlternating SHAPE ROUNDS OPS_PER_SLOT BUILD_1 BUILD_2"
+              + " [BUILD_3 ...]  (SHAPE: order or numbers; a build: a jar or a classes directory)");
+      System.exit(2);
+    }
     String shape = args[0];
     int rounds = Integer.parseInt(args[1]);
     int ops = Integer.parseInt(args[2]);
@@ -77,59 +78,25 @@ public final class KeyDerivationBuildsAlternating {
     System.out.printf(
         "KeyDerivationBuildsAlternating shape=%s rounds=%d ops=%d, %s, loadavg %s%n",
         shape, rounds, ops, Runtime.version(), Files.readString(Path.of("/proc/loadavg")).trim());
-    System.out.printf("median CPU ns/op raw SHA-256 %7.1f%n", median(nanos[0]));
+    System.out.printf("median CPU ns/op raw SHA-256 %7.1f%n", BuildsInOneJvm.median(nanos[0]));
     for (int b = 1; b < sides.length; b++) {
       System.out.printf(
           "build %d %s: median CPU ns/op %7.1f, key / SHA-256 throughput %.3f, CPU vs build 1"
               + " %.3f%n",
           b,
           args[2 + b],
-          median(nanos[b]),
-          medianRatio(nanos[0], nanos[b]),
-          medianRatio(nanos[b], nanos[1]));
+          BuildsInOneJvm.median(nanos[b]),
+          BuildsInOneJvm.medianRatio(nanos[0], nanos[b]),
+          BuildsInOneJvm.medianRatio(nanos[b], nanos[1]));
     }
   }
 
   /** Loads {@link KeyWorker} against the Idem classes of {@code build}, in a loader of its own. */
   @SuppressWarnings("unchecked")
   private static LongUnaryOperator load(String build, byte[] body) throws Exception {
-    String name = KeyWorker.class.getName();
-    byte[] code;
-    try (InputStream in =
-        KeyDerivationBuildsAlternating.class.getResourceAsStream(
-            "/" + name.replace('.', '/') + ".class")) {
-      if (in == null) {
-        throw new IOException("no class file for " + name);
-      }
-      code = in.readAllBytes();
-    }
-    ClassLoader loader =
-        new URLClassLoader(
-            new URL[] {Path.of(build).toUri().toURL()}, ClassLoader.getPlatformClassLoader()) {
-          @Override
-          protected Class<?> findClass(String className) throws ClassNotFoundException {
-            return className.equals(name)
-                ? defineClass(className, code, 0, code.length)
-                : super.findClass(className);
-          }
-        };
-    Object worker = loader.loadClass(name).getDeclaredConstructor().newInstance();
+    Object worker = BuildsInOneJvm.load(KeyWorker.class, build);
     ((Consumer<byte[]>) worker).accept(body);
     return (LongUnaryOperator) worker;
-  }
-
-  private static double medianRatio(double[] a, double[] b) {
-    double[] r = new double[a.length];
-    for (int i = 0; i < a.length; i++) {
-      r[i] = a[i] / b[i];
-    }
-    return median(r);
-  }
-
-  private static double median(double[] values) {
-    double[] v = values.clone();
-    Arrays.sort(v);
-    return v[v.length / 2];
   }
 
   /** Raw SHA-256 of the body, the anchor. */

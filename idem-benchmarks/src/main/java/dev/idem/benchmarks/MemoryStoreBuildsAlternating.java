@@ -6,16 +6,11 @@ import dev.idem.Deduplicator;
 import dev.idem.Scope;
 import dev.idem.internal.Sha256Words;
 import dev.idem.store.memory.MemoryDedupStore;
-import java.io.IOException;
-import java.io.InputStream;
 import java.lang.management.ManagementFactory;
-import java.net.URL;
-import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
-import java.util.Arrays;
 import java.util.UUID;
 import java.util.function.LongUnaryOperator;
 import org.apache.camel.spi.IdempotentRepository;
@@ -49,6 +44,11 @@ public final class MemoryStoreBuildsAlternating {
    * @throws Exception if a jar cannot be loaded
    */
   public static void main(String[] args) throws Exception {
+    if (args.length < 2) {
+      System.err.println(
+          "usage: MemoryStoreBuildsAlternating OLD_JAR NEW_JAR [ROUNDS [OPS_PER_SLOT]]");
+      System.exit(2);
+    }
     int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 30;
     long ops = args.length > 3 ? Long.parseLong(args[3]) : 1_000_000;
     LongUnaryOperator[] sides = {new CamelWorker(), load(args[0]), load(args[1])};
@@ -74,53 +74,18 @@ public final class MemoryStoreBuildsAlternating {
     for (int s = 0; s < sides.length; s++) {
       System.out.printf(
           "median CPU ns/op %-5s %7.1f  bytes/op %6.1f%n",
-          names[s], median(nanos[s]), median(bytes[s]));
+          names[s], BuildsInOneJvm.median(nanos[s]), BuildsInOneJvm.median(bytes[s]));
     }
     System.out.printf(
         "median ratio camel/old %.3f  camel/new %.3f  old/new (speed-up) %.3f%n",
-        medianRatio(nanos[0], nanos[1]),
-        medianRatio(nanos[0], nanos[2]),
-        medianRatio(nanos[1], nanos[2]));
+        BuildsInOneJvm.medianRatio(nanos[0], nanos[1]),
+        BuildsInOneJvm.medianRatio(nanos[0], nanos[2]),
+        BuildsInOneJvm.medianRatio(nanos[1], nanos[2]));
   }
 
   /** Loads {@link FacadeWorker} against the Idem classes of {@code jar}, in a loader of its own. */
   private static LongUnaryOperator load(String jar) throws Exception {
-    String name = FacadeWorker.class.getName();
-    byte[] code;
-    try (InputStream in =
-        MemoryStoreBuildsAlternating.class.getResourceAsStream(
-            "/" + name.replace('.', '/') + ".class")) {
-      if (in == null) {
-        throw new IOException("no class file for " + name);
-      }
-      code = in.readAllBytes();
-    }
-    ClassLoader loader =
-        new URLClassLoader(
-            new URL[] {Path.of(jar).toUri().toURL()}, ClassLoader.getPlatformClassLoader()) {
-          @Override
-          protected Class<?> findClass(String className) throws ClassNotFoundException {
-            return className.equals(name)
-                ? defineClass(className, code, 0, code.length)
-                : super.findClass(className);
-          }
-        };
-    return (LongUnaryOperator) loader.loadClass(name).getDeclaredConstructor().newInstance();
-  }
-
-  private static double medianRatio(double[] a, double[] b) {
-    double[] r = new double[a.length];
-    for (int i = 0; i < a.length; i++) {
-      r[i] = a[i] / b[i];
-    }
-    return median(r);
-  }
-
-  private static double median(double[] values) {
-    double[] v = values.clone();
-    Arrays.sort(v);
-    int n = v.length;
-    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return (LongUnaryOperator) BuildsInOneJvm.load(FacadeWorker.class, jar);
   }
 
   /**
