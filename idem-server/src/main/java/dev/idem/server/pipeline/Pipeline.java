@@ -39,6 +39,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -90,6 +91,15 @@ public final class Pipeline {
 
   /** Seconds a sender is told to wait when the store is unavailable or a lease ran out. */
   public static final long STORE_RETRY_AFTER_SECONDS = 5;
+
+  /** How many times a delivered event's commit is tried while the store is unavailable. */
+  static final int COMMIT_ATTEMPTS = 3;
+
+  /** The pause before the second commit attempt; the third waits twice as long. */
+  static final long COMMIT_RETRY_PAUSE_MILLIS = 50;
+
+  /** No commit retry starts this long after the first failure (each attempt has its timeout). */
+  static final long COMMIT_RETRY_BUDGET_NANOS = TimeUnit.SECONDS.toNanos(1);
 
   private final PipelineSettings settings;
   private final String id;
@@ -558,7 +568,7 @@ public final class Pipeline {
     Deduplicator d = Objects.requireNonNull(dedup);
     List<Settlement> settled;
     try {
-      settled = d.commitAll(held);
+      settled = committing(() -> d.commitAll(held));
     } catch (StoreUnavailableException e) {
       LOG.warn(
           "pipeline={} {} events delivered, but their commit failed ({}); their keys heal when"
@@ -1147,7 +1157,7 @@ public final class Pipeline {
       return;
     }
     try {
-      if (r.commit(result) == Settlement.LEASE_LOST && !recommit(key, result)) {
+      if (committing(() -> r.commit(result)) == Settlement.LEASE_LOST && !recommit(key, result)) {
         LOG.warn(
             "pipeline={} key={} delivered, but the lease had run out before the commit and"
                 + " another worker holds the key now; it may be delivered again (downstream sees"
@@ -1162,6 +1172,46 @@ public final class Pipeline {
           id,
           key.toHex(),
           e.getMessage());
+    }
+  }
+
+  /**
+   * Runs a commit of delivered work, and again after a short pause while the store is unavailable:
+   * at most {@link #COMMIT_ATTEMPTS} times, and no retry starts {@link #COMMIT_RETRY_BUDGET_NANOS}
+   * after the first failure. A commit whose answer was lost (a command timeout after a pause of
+   * this JVM or a store stall, a dropped connection) would otherwise leave the key in flight until
+   * its lease runs out, and a resend then be delivered again. Retrying is safe: a commit repeated
+   * with the token that committed is applied without change, and one whose lease ran out meanwhile
+   * answers {@code LEASE_LOST} (then {@link #recommit} decides).
+   *
+   * @throws StoreUnavailableException the last failure, when every attempt failed
+   */
+  private <T> T committing(Supplier<T> commit) {
+    long firstFailure = 0;
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return commit.get();
+      } catch (StoreUnavailableException e) {
+        long now = time.monotonicNanos();
+        if (attempt == 1) {
+          firstFailure = now;
+        }
+        if (attempt >= COMMIT_ATTEMPTS || now - firstFailure >= COMMIT_RETRY_BUDGET_NANOS) {
+          throw e;
+        }
+        LOG.info(
+            "pipeline={} commit failed ({}); committing again (attempt {} of {})",
+            id,
+            e.getMessage(),
+            attempt + 1,
+            COMMIT_ATTEMPTS);
+        try {
+          Thread.sleep(COMMIT_RETRY_PAUSE_MILLIS * attempt);
+        } catch (InterruptedException interrupted) {
+          Thread.currentThread().interrupt();
+          throw e;
+        }
+      }
     }
   }
 

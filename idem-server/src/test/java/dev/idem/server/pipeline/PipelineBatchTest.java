@@ -223,6 +223,22 @@ class PipelineBatchTest {
     assertThat(state("a")).isInstanceOf(KeyState.InFlight.class); // heals when its lease runs out
   }
 
+  @Test
+  void aBatchCommitWhoseAnswerWasLostIsTriedAgainSoEveryKeyIsCommitted() {
+    Pipeline p = pipeline();
+    store.store.loseCommits(1, false);
+
+    List<Outcome> outcomes = p.processAll(events("a", "b", "c"));
+
+    assertThat(outcomes).allMatch(o -> o instanceof Outcome.Accepted);
+    assertThat(store.commitAlls.get()).isEqualTo(2);
+    for (String id : List.of("a", "b", "c")) {
+      assertThat(state(id)).isInstanceOf(KeyState.Committed.class);
+    }
+    assertThat(p.processAll(events("a", "b", "c"))).allMatch(o -> o instanceof Outcome.Duplicate);
+    assertThat(delivered).hasSize(3);
+  }
+
   /**
    * The real memory store (behind {@link SwitchableStore}'s off switch), counting the calls the
    * pipeline makes; the batch forms are the SPI's defaults (loops), as in the memory store.

@@ -388,6 +388,53 @@ class PipelineTest {
     }
   }
 
+  /**
+   * A commit that got no answer (a command timeout after this JVM was paused, say) and never
+   * reached the store: without a second attempt the key stays in flight until its lease ends, and
+   * the resend after that is delivered again.
+   */
+  @Test
+  void aCommitWhoseAnswerWasLostIsTriedAgainSoTheResendIsADuplicate() {
+    Pipeline p = builder(settings("{ key: id }", "{ stdout: {} }")).build();
+    store.loseCommits(1, false);
+
+    Answer first = answer(p, event("{\"id\":\"lost\"}"));
+
+    assertThat(first.status()).isEqualTo(202);
+    assertThat(state("lost")).isInstanceOf(KeyState.Committed.class);
+    assertThat(answer(p, event("{\"id\":\"lost\"}")).status()).isEqualTo(200);
+    assertThat(sink.delivered()).hasSize(1);
+  }
+
+  /** The lost answer was of a commit the store did apply: the second attempt is harmless. */
+  @Test
+  void aCommitAppliedButUnansweredIsCommittedOnceWhenTriedAgain() {
+    Pipeline p = builder(settings("{ key: id }", "{ stdout: {} }")).build();
+    store.loseCommits(1, true);
+
+    Answer first = answer(p, event("{\"id\":\"applied\"}"));
+
+    assertThat(first.status()).isEqualTo(202);
+    assertThat(state("applied")).isInstanceOf(KeyState.Committed.class);
+    assertThat(answer(p, event("{\"id\":\"applied\"}")).status()).isEqualTo(200);
+    assertThat(sink.delivered()).hasSize(1);
+  }
+
+  /**
+   * The retries are bounded: three lost commits leave the key to its lease (the documented bound).
+   */
+  @Test
+  void aCommitThatFailsEveryAttemptLeavesTheKeyInFlightAndTheEventAccepted() {
+    Pipeline p = builder(settings("{ key: id }", "{ stdout: {} }")).build();
+    store.loseCommits(Pipeline.COMMIT_ATTEMPTS, false);
+
+    Answer first = answer(p, event("{\"id\":\"down\"}"));
+
+    assertThat(first.status()).isEqualTo(202);
+    assertThat(state("down")).isInstanceOf(KeyState.InFlight.class);
+    assertThat(answer(p, event("{\"id\":\"down\"}")).status()).isEqualTo(409);
+  }
+
   @Test
   void withoutDedupEveryEventIsDelivered() {
     Pipeline p = builder(settings("", "{ stdout: {} }")).build();

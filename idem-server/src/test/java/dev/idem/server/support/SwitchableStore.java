@@ -32,6 +32,9 @@ public final class SwitchableStore implements DedupStore, OutboxStore {
   private volatile boolean down;
   private volatile Runnable onReserve = () -> {};
   private volatile Runnable onHealth = () -> {};
+  private final java.util.concurrent.atomic.AtomicInteger commitsToLose =
+      new java.util.concurrent.atomic.AtomicInteger();
+  private volatile boolean lostCommitsApplied;
 
   /** Turns the store off (every call fails) or on again. */
   public void down(boolean down) {
@@ -41,6 +44,16 @@ public final class SwitchableStore implements DedupStore, OutboxStore {
   /** Runs {@code during} inside each reserve, after the store answered (a stall, for tests). */
   public void onReserve(Runnable during) {
     this.onReserve = during;
+  }
+
+  /**
+   * Makes the next {@code n} commits fail with {@link StoreUnavailableException} whose outcome is
+   * unknown, as a command timeout does: {@code applied} says whether each was carried out anyway
+   * (its answer was lost) or never reached the store (cancelled before it was sent).
+   */
+  public void loseCommits(int n, boolean applied) {
+    this.lostCommitsApplied = applied;
+    this.commitsToLose.set(n);
   }
 
   /** Runs {@code during} inside each health check (a stall, for tests). */
@@ -65,6 +78,12 @@ public final class SwitchableStore implements DedupStore, OutboxStore {
   @Override
   public SettleResult commit(CommitRequest request) {
     check();
+    if (commitsToLose.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+      if (lostCommitsApplied) {
+        store.commit(request);
+      }
+      throw new StoreUnavailableException("switchable", true, "commit: got no answer (the test)");
+    }
     return store.commit(request);
   }
 
