@@ -98,8 +98,11 @@ import org.jspecify.annotations.Nullable;
  * (never queued for a later replay) with {@link StoreUnavailableException} whose {@code
  * outcomeUnknown} is false. A command that got no answer within {@link
  * RedisDedupStoreConfig#commandTimeout()} fails with {@code outcomeUnknown} true: it may have been
- * applied, and an in-flight entry it left is healed by its lease. The connection reconnects by
- * itself.
+ * applied. A reserve (or a {@code reserveAll}) that fails so is undone: a release fenced by its own
+ * token follows it on the connection, unawaited, so an in-flight entry it left does not block the
+ * key until the lease ends (the caller holds no reservation); if the release cannot be sent, the
+ * lease heals the key. Any other settlement left in flight is healed by its lease. The connection
+ * reconnects by itself.
  *
  * <p><b>Durability</b> is Redis's: committed keys survive this store's restart (a new store on the
  * same Redis and prefix sees them) and survive a Redis restart only as far as Redis persistence
@@ -235,8 +238,44 @@ public final class RedisDedupStore implements DedupStore, OutboxStore {
     ensureOpen();
     ScriptCall<List<Object>> call = reserveCall(request);
     connection.dispatch(call.prepare(true));
-    awaitOne(call, "reserve");
+    try {
+      awaitOne(call, "reserve");
+    } catch (StoreUnavailableException e) {
+      undoUnknownReserves(List.of(request), e);
+      throw e;
+    }
     return decodeReserve(call, request);
+  }
+
+  /**
+   * After a reserve whose outcome is unknown (no answer within the command timeout, or the
+   * connection lost after it was sent), sends a release with each request's own token, without
+   * waiting for it: the caller holds no reservation, so an in-flight entry the reserve may have
+   * left would otherwise block its key until the lease ends. The release follows the reserve on the
+   * same connection, so Redis runs it after the reserve; it is fenced by the token, so it can free
+   * only that reserve's entry. If it cannot be sent (the connection is down), the lease heals the
+   * key as before.
+   */
+  private void undoUnknownReserves(List<ReserveRequest> requests, StoreUnavailableException e) {
+    if (!e.outcomeUnknown() || closed) {
+      return;
+    }
+    List<RedisCommand<byte[], byte[], ?>> undo = new ArrayList<>(requests.size());
+    for (ReserveRequest r : requests) {
+      ReleaseRequest release = new ReleaseRequest(r.scope(), r.key(), r.token(), r.nowMillis());
+      undo.add(releaseCall(release).prepare(false)); // EVAL: correct even without a script cache
+    }
+    try {
+      connection.dispatch(undo);
+    } catch (RuntimeException failed) {
+      LOG.log(
+          System.Logger.Level.DEBUG,
+          "Redis {0}: could not send the release of {1} reserve(s) whose outcome is unknown ({2});"
+              + " their leases heal them",
+          description,
+          requests.size(),
+          failed.getMessage());
+    }
   }
 
   @Override
@@ -334,7 +373,13 @@ public final class RedisDedupStore implements DedupStore, OutboxStore {
     for (ReserveRequest r : requests) {
       calls.add(reserveCall(r));
     }
-    runBatch(calls, "reserveAll");
+    try {
+      runBatch(calls, "reserveAll");
+    } catch (StoreUnavailableException e) {
+      // The caller gets no reservation of this batch, also not of those Redis did answer.
+      undoUnknownReserves(requests, e);
+      throw e;
+    }
     List<ReserveResult> out = new ArrayList<>(calls.size());
     for (int i = 0; i < calls.size(); i++) {
       out.add(decodeReserve(calls.get(i), requests.get(i)));
