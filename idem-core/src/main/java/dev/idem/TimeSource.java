@@ -1,5 +1,7 @@
 package dev.idem;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.Objects;
@@ -71,7 +73,9 @@ public interface TimeSource {
   /**
    * Returns a wall clock that costs a field read instead of a system call: one shared daemon thread
    * ({@code idem-coarse-clock}, started on first use) copies {@link System#currentTimeMillis()}
-   * into a field every millisecond. The monotonic counter is {@link System#nanoTime()}.
+   * into a field every millisecond while the clock is read; after a second without a read it parks,
+   * and the next read reads the system clock itself and wakes it. The monotonic counter is {@link
+   * System#nanoTime()}.
    *
    * <p>For in-memory deduplication at millions of events per second, where reading the system clock
    * twice per event (reserve and commit) is a large share of the cost. The price: the time read may
@@ -131,33 +135,112 @@ enum SystemTimeSource implements TimeSource {
   }
 }
 
-/** The coarse clock: a field refreshed every millisecond by one daemon thread. */
+/**
+ * The coarse clock: a field refreshed every millisecond by one daemon thread while it is read.
+ * After {@link #IDLE_TICKS} ticks with no read the thread parks until the next read, which reads
+ * the system clock itself and wakes it: an idle process does not wake up a thousand times a second.
+ */
 final class CoarseTimeSource implements TimeSource {
-  static final CoarseTimeSource INSTANCE = new CoarseTimeSource();
+  /** The ticks with no read after which the shared clock's thread parks: one second. */
+  static final int IDLE_TICKS = 1_000;
+
+  static final CoarseTimeSource INSTANCE = new CoarseTimeSource(IDLE_TICKS);
 
   private static final long TICK_NANOS = 1_000_000;
 
-  private volatile long millis = System.currentTimeMillis();
+  /** {@link #demand}: read since the last tick. */
+  private static final int READ = 0;
 
-  private CoarseTimeSource() {
-    Thread ticker = new Thread(this::tick, "idem-coarse-clock");
+  /** {@link #demand}: not read since the last tick. */
+  private static final int UNREAD = 1;
+
+  /** {@link #demand}: the ticker parked; the next read refreshes the field and wakes it. */
+  private static final int ASLEEP = 2;
+
+  private static final VarHandle MILLIS;
+  private static final VarHandle DEMAND;
+
+  static {
+    try {
+      MethodHandles.Lookup lookup = MethodHandles.lookup();
+      MILLIS = lookup.findVarHandle(CoarseTimeSource.class, "millis", long.class);
+      DEMAND = lookup.findVarHandle(CoarseTimeSource.class, "demand", int.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  // Both fields are read by every wallMillis(): declared together, they share a cache line. The
+  // readers write demand at most once per tick (the first read after it), the ticker once per tick.
+  private volatile long millis = System.currentTimeMillis();
+  private volatile int demand = READ;
+
+  private final int idleTicks;
+  private final Thread ticker;
+
+  /**
+   * Starts a clock and its thread.
+   *
+   * @param idleTicks ticks with no read after which the thread parks until the next read
+   */
+  CoarseTimeSource(int idleTicks) {
+    this.idleTicks = idleTicks;
+    this.ticker = new Thread(this::tick, "idem-coarse-clock");
     ticker.setDaemon(true);
     ticker.start();
   }
 
   private void tick() { // runs until the JVM exits (a daemon thread)
+    int unread = 0;
     while (true) {
       LockSupport.parkNanos(TICK_NANOS);
-      long now = System.currentTimeMillis();
-      if (now > millis) {
-        millis = now;
+      advanceTo(System.currentTimeMillis());
+      if (demand == READ) {
+        demand = UNREAD;
+        unread = 0;
+      } else if (++unread >= idleTicks && DEMAND.compareAndSet(this, UNREAD, ASLEEP)) {
+        while (demand == ASLEEP) {
+          LockSupport.park(this); // a read sets READ, then unparks (a permit if not yet parked)
+        }
+        unread = 0;
       }
+    }
+  }
+
+  /** Moves the field forward to {@code now}, never back (the ticker and waking readers race). */
+  private void advanceTo(long now) {
+    long seen = millis;
+    while (now > seen && !MILLIS.compareAndSet(this, seen, now)) {
+      seen = millis;
     }
   }
 
   @Override
   public long wallMillis() {
+    int d = demand;
+    if (d != READ) {
+      return d == ASLEEP ? wake() : markRead();
+    }
     return millis;
+  }
+
+  private long markRead() {
+    demand = READ;
+    return millis;
+  }
+
+  /** The first read after the ticker parked: the field is stale, so read the system clock. */
+  private long wake() {
+    advanceTo(System.currentTimeMillis());
+    if (DEMAND.compareAndSet(this, ASLEEP, READ)) {
+      LockSupport.unpark(ticker);
+    }
+    return millis;
+  }
+
+  /** Whether the ticker is parked until the next read (for tests). */
+  boolean asleep() {
+    return demand == ASLEEP;
   }
 
   @Override

@@ -43,6 +43,64 @@ class CoarseTimeSourceTest {
         .until(() -> system.laggingWallMillis() > systemAtStart + 20);
   }
 
+  /**
+   * An idle clock's thread parks (an idle service does not wake a thousand times a second); the
+   * first read after that is fresh, not the time the thread parked at, and wakes the thread.
+   */
+  @Test
+  void anUnreadClockParksItsThreadAndTheNextReadIsFreshAndWakesIt() throws Exception {
+    CoarseTimeSource clock = new CoarseTimeSource(20);
+    long start = clock.wallMillis();
+
+    await().atMost(Duration.ofSeconds(10)).until(clock::asleep);
+    Thread.sleep(50); // the field is now at least 50 ms stale
+    long before = System.currentTimeMillis();
+    long read = clock.wallMillis();
+
+    assertThat(read).isGreaterThanOrEqualTo(before).isGreaterThanOrEqualTo(start);
+    assertThat(read).isLessThanOrEqualTo(System.currentTimeMillis());
+    assertThat(clock.asleep()).isFalse();
+    // the thread ticks again: the field moves without another wake-up
+    await().atMost(Duration.ofSeconds(5)).until(() -> clock.wallMillis() > read + 20);
+    assertThat(clock.asleep()).isFalse();
+    long previous = clock.wallMillis();
+    for (int i = 0; i < 100_000; i++) {
+      long now = clock.wallMillis();
+      assertThat(now).isGreaterThanOrEqualTo(previous);
+      previous = now;
+    }
+  }
+
+  /** Readers that wake the clock while it ticks again never see it go backwards. */
+  @Test
+  void readersWakingTheClockConcurrentlyNeverSeeItGoBackwards() throws Exception {
+    CoarseTimeSource clock = new CoarseTimeSource(1);
+    java.util.concurrent.atomic.AtomicReference<String> broken =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    Thread[] readers = new Thread[2];
+    for (int t = 0; t < readers.length; t++) {
+      readers[t] =
+          new Thread(
+              () -> {
+                long previous = clock.wallMillis();
+                for (int i = 0; i < 2_000; i++) {
+                  long now = clock.wallMillis();
+                  if (now < previous) {
+                    broken.set(now + " after " + previous);
+                  }
+                  previous = now;
+                  java.util.concurrent.locks.LockSupport.parkNanos(
+                      (i % 7) * 300_000L); // gaps of 0 to 1.8 ms: the clock parks between reads
+                }
+              });
+      readers[t].start();
+    }
+    for (Thread r : readers) {
+      r.join();
+    }
+    assertThat(broken.get()).isNull();
+  }
+
   @Test
   void aManualSourcesLaggingReadingIsItsExactOne() {
     ManualTimeSource manual = new ManualTimeSource();
