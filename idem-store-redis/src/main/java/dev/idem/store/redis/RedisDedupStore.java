@@ -98,11 +98,11 @@ import org.jspecify.annotations.Nullable;
  * (never queued for a later replay) with {@link StoreUnavailableException} whose {@code
  * outcomeUnknown} is false. A command that got no answer within {@link
  * RedisDedupStoreConfig#commandTimeout()} fails with {@code outcomeUnknown} true: it may have been
- * applied. A reserve (or a {@code reserveAll}) that fails so is undone: a release fenced by its own
- * token follows it on the connection, unawaited, so an in-flight entry it left does not block the
- * key until the lease ends (the caller holds no reservation); if the release cannot be sent, the
- * lease heals the key. Any other settlement left in flight is healed by its lease. The connection
- * reconnects by itself.
+ * applied. A reserve ({@code reserve}, {@code reserveAll}, {@code reserveAsync}) that fails so is
+ * undone: a release fenced by its own token follows it on the connection, unawaited, so an
+ * in-flight entry it left does not block the key until the lease ends (the caller holds no
+ * reservation); if the release cannot be sent, the lease heals the key. Any other settlement left
+ * in flight is healed by its lease. The connection reconnects by itself.
  *
  * <p><b>Durability</b> is Redis's: committed keys survive this store's restart (a new store on the
  * same Redis and prefix sees them) and survive a Redis restart only as far as Redis persistence
@@ -323,7 +323,15 @@ public final class RedisDedupStore implements DedupStore, OutboxStore {
   public CompletableFuture<ReserveResult> reserveAsync(ReserveRequest request) {
     ensureOpen();
     ScriptCall<List<Object>> call = reserveCall(request);
-    return sendAsync(call, "reserve", c -> decodeReserve(c, request));
+    CompletableFuture<ReserveResult> result =
+        sendAsync(call, "reserve", c -> decodeReserve(c, request));
+    result.whenComplete(
+        (answer, failure) -> {
+          if (failure != null && unwrap(failure) instanceof StoreUnavailableException e) {
+            undoUnknownReserves(List.of(request), e);
+          }
+        });
+    return result;
   }
 
   /**

@@ -155,6 +155,12 @@ class RedisOutageTest {
             StoreUnavailableException.class, e -> assertThat(e.outcomeUnknown()).isTrue());
     assertThatThrownBy(() -> impatient.reserve(reserve(key(4))))
         .isInstanceOf(StoreUnavailableException.class);
+    assertThat(impatient.reserveAsync(reserve(key(5))))
+        .failsWithin(Duration.ofSeconds(10))
+        .withThrowableThat()
+        .havingCause()
+        .isInstanceOfSatisfying(
+            StoreUnavailableException.class, e -> assertThat(e.outcomeUnknown()).isTrue());
 
     // ... and once Redis resumed, every reserve ran and was released by its own token, so no key
     // waits out the 60 s lease; the key another held keeps its holder (the release is fenced)
@@ -162,7 +168,7 @@ class RedisOutageTest {
         .atMost(Duration.ofSeconds(10))
         .untilAsserted(
             () -> {
-              for (int k = 1; k <= 3; k++) {
+              for (int k : new int[] {1, 2, 3, 5}) {
                 assertThat(patient.inspect(SCOPE, key(k), time.wallMillis()))
                     .as("key %d", k)
                     .isEqualTo(KeyState.ABSENT);
