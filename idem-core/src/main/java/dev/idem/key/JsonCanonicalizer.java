@@ -298,9 +298,12 @@ final class JsonCanonicalizer {
       if (nameEnd - nameStart > longestName) {
         longestName = nameEnd - nameStart;
       }
-      skipWhitespace();
+      // Compact JSON first: one test for the ':' (and the ',' or '}' below), whitespace after.
       if (pos >= end || in[pos] != ':') {
-        throw error("expected ':' after a member name");
+        skipWhitespace();
+        if (pos >= end || in[pos] != ':') {
+          throw error("expected ':' after a member name");
+        }
       }
       pos++;
       skipWhitespace();
@@ -309,11 +312,15 @@ final class JsonCanonicalizer {
       }
       value(depth);
       pushMember(nameStart, nameEnd, outPos(), prefix);
-      skipWhitespace();
-      if (pos < end && in[pos] == ',') {
+      byte next = pos < end ? in[pos] : 0;
+      if (next != ',' && next != '}') {
+        skipWhitespace();
+        next = pos < end ? in[pos] : 0;
+      }
+      if (next == ',') {
         pos++;
         skipWhitespace();
-      } else if (pos < end && in[pos] == '}') {
+      } else if (next == '}') {
         pos++;
         break;
       } else {
@@ -674,6 +681,21 @@ final class JsonCanonicalizer {
         return;
       }
     }
+    if (hasExponent
+        && intEnd - intStart == 1
+        && in[intStart] != '0'
+        && (exponent >= 0
+            ? exponent >= JsonNumbers.PLAIN_DIGITS && exponent <= JsonNumbers.MAX_EXPONENT
+            : exponent <= -7 && exponent >= JsonNumbers.MIN_EXPONENT)
+        && (fracStart == fracEnd || in[fracEnd - 1] != '0')
+        && in[fracEnd] == 'e'
+        && in[fracEnd + 1] == (exponent < 0 ? '-' : '+')
+        && in[fracEnd + 2] != '0') {
+      // D[.ddd]e±x already as ECMAScript writes it (e.g. JavaScript's 1e+21, 6.02214076e+23,
+      // 1.5e-7): no trailing fraction zero, a lowercase e, a sign, no leading exponent zero, and a
+      // magnitude outside plain notation's range. It stays in the run.
+      return;
+    }
     flush(s);
     // The only output that can outgrow its input: keep room for the rest of the input.
     ensure(outLen + (p - s) + JsonNumbers.MAX_GROWTH + (end - p) + 64);
@@ -915,7 +937,10 @@ final class JsonCanonicalizer {
       int len = members[m + 2] - members[m];
       // A short member, not the last one: eight bytes at a time (cheaper than arraycopy at this
       // size). The bytes written past it are rewritten by the comma and the next members.
-      if (len <= 32 && w + 32 <= regionEnd && from + 32 <= srcEnd) {
+      if (len <= 16 && w + 16 <= regionEnd && from + 16 <= srcEnd) {
+        LONGS.set(out, w, (long) LONGS.get(src, from));
+        LONGS.set(out, w + 8, (long) LONGS.get(src, from + 8));
+      } else if (len <= 32 && w + 32 <= regionEnd && from + 32 <= srcEnd) {
         // Most members: four words whatever the length, no loop to mispredict.
         LONGS.set(out, w, (long) LONGS.get(src, from));
         LONGS.set(out, w + 8, (long) LONGS.get(src, from + 8));
@@ -942,14 +967,20 @@ final class JsonCanonicalizer {
 
   /**
    * The common case: an object whose names all start with plain ASCII sorts by their 8-byte
-   * prefixes, packed with each member's index into one long (a sort of plain longs, no second
-   * array); members whose packed prefixes tie are then ordered by their whole names. Fills {@link
-   * #order} (or sets {@code order[0] = -1} if the members are already in order) and returns true,
-   * or returns false if the general sort is needed.
+   * prefixes, each with the member's index in its low byte (a sort of plain longs, no second
+   * array); members whose keys tie are then ordered by their whole names. Fills {@link #order} (or
+   * sets {@code order[0] = -1} if the members are already in order) and returns true, or returns
+   * false if the general sort is needed.
    */
   private boolean sortByPrefix(int base, int n) {
     long[] keys = this.keys;
     int first = base / 3;
+    // Every prefix byte is below 0x80, so a prefix is a non-negative long whose signed order is
+    // the names' order. Its low byte (more bits for a wider object) is replaced by the member's
+    // index: keys sort as the prefixes' first seven bytes, and members whose keys tie there are
+    // then ordered by their whole names.
+    int indexBits = Math.max(8, 32 - Integer.numberOfLeadingZeros(n - 1));
+    long indexMask = (1L << indexBits) - 1;
     boolean sorted = true;
     long previous = -1;
     for (int i = 0; i < n; i++) {
@@ -958,23 +989,14 @@ final class JsonCanonicalizer {
         return false; // not plain ASCII: the general sort decodes
       }
       if (prefix <= previous) {
-        sorted = false; // non-negative: signed order is unsigned order
+        sorted = false;
       }
       previous = prefix;
-      keys[i] = prefix;
+      keys[i] = prefix & ~indexMask | i;
     }
     if (sorted) {
       order[0] = -1;
       return true; // not flushed: an object whose members came in order stays in the run
-    }
-    // Every prefix byte is below 0x80, so the eight 7-bit bytes pack into 56 bits in the same
-    // order,
-    // which leaves the low byte for the member's index (more bits for a wider object, taken from
-    // the prefix's end: only more ties).
-    int indexBits = Math.max(8, 32 - Integer.numberOfLeadingZeros(n - 1));
-    long indexMask = (1L << indexBits) - 1;
-    for (int i = 0; i < n; i++) {
-      keys[i] = ((pack7(keys[i]) << 8) & ~indexMask | i) ^ Long.MIN_VALUE;
     }
     if (n <= 32) {
       insertionSort(keys, 0, n);
@@ -999,16 +1021,6 @@ final class JsonCanonicalizer {
       mergeSort(order, orderTmp, tieStart, n);
     }
     return true;
-  }
-
-  /**
-   * Packs a sort prefix whose eight bytes are all below 0x80 into its low 56 bits, dropping each
-   * byte's (zero) high bit: unsigned order is kept.
-   */
-  private static long pack7(long x) {
-    x = (x & 0x007F007F007F007FL) | ((x & 0x7F007F007F007F00L) >>> 1);
-    x = (x & 0x00003FFF00003FFFL) | ((x & 0x3FFF00003FFF0000L) >>> 2);
-    return (x & 0x000000000FFFFFFFL) | ((x & 0x0FFFFFFF00000000L) >>> 4);
   }
 
   private static void insertionSort(long[] a, int from, int to) {

@@ -483,6 +483,21 @@ class CanonicalJsonTest {
       }
     }
 
+    /** Whitespace on either side of ':' and ',' (the parser tests the compact spelling first). */
+    @Test
+    void whitespaceAroundColonsAndCommasIsDroppedAndErrorsPointPastIt() {
+      assertCanonical("{\"b\" :1 ,\"a\"\t:\n2\r}", "{\"a\":2,\"b\":1}");
+      assertCanonical("{\"b\":1, \"a\":2 }", "{\"a\":2,\"b\":1}");
+      assertThat(invalid(utf8("{\"a\"  x}")).getMessage())
+          .isEqualTo("not JSON: expected ':' after a member name at byte 6");
+      assertThat(invalid(utf8("{\"a\":1  x}")).getMessage())
+          .isEqualTo("not JSON: expected ',' or '}' in an object at byte 8");
+      assertThat(invalid(utf8("{\"a\":1 ")).getMessage())
+          .isEqualTo("not JSON: expected ',' or '}' in an object at byte 7");
+      assertThat(invalid(utf8("{\"a\":1\u0000}")).getMessage())
+          .isEqualTo("not JSON: expected ',' or '}' in an object at byte 6");
+    }
+
     @Test
     void scalarsAndWhitespaceAtTheTopLevel() {
       assertCanonical(" \t\n\"x\"\r\n", "\"x\"");

@@ -213,6 +213,92 @@ class CanonicalizerFastPathsTest {
     }
   }
 
+  /**
+   * Numbers already in ECMAScript's exponent form ({@code D[.ddd]e±x}, as JavaScript writes them)
+   * stay as they are; every near miss (a trailing fraction zero, {@code E}, no sign, a leading
+   * exponent zero, an exponent plain notation covers, two integer digits, a leading zero, the edges
+   * of the range) is still rewritten or refused. Expected forms from {@link ExactNumberOracle}.
+   */
+  @Test
+  void numbersAlreadyInExponentFormStayAndTheirNearMissesAreRewritten() {
+    List<String> texts = new ArrayList<>();
+    String digits = "12345678901234567";
+    for (int e :
+        new int[] {-330, -325, -324, -323, -100, -8, -7, -6, -1, 0, 1, 20, 21, 22, 99, 308, 309}) {
+      for (String mantissa :
+          List.of("1", "9", "1.5", "7." + digits, "2.50", "3.0", "10", "0.5", "0", "12.5")) {
+        for (String mark : List.of("e", "E")) {
+          String sign = e < 0 ? "-" : "+";
+          int magnitude = Math.abs(e);
+          texts.add(mantissa + mark + sign + magnitude); // the canonical spelling, if in range
+          texts.add(mantissa + mark + (e < 0 ? "-" : "") + magnitude); // no '+'
+          texts.add(mantissa + mark + sign + "0" + magnitude); // a leading exponent zero
+          texts.add("-" + mantissa + mark + sign + magnitude);
+        }
+      }
+    }
+    for (String text : texts) {
+      BigDecimal value = new BigDecimal(text);
+      String json = "{\"b\":" + text + ",\"a\":[" + text + "]}";
+      if (ExactNumberOracle.inRange(value)) {
+        String want = ExactNumberOracle.canonical(value);
+        assertThat(canonical(json)).as(text).isEqualTo("{\"a\":[" + want + "],\"b\":" + want + "}");
+      } else {
+        assertThatThrownBy(() -> canonical(json))
+            .as(text)
+            .isInstanceOf(NumberOutOfRangeException.class);
+      }
+    }
+    assertThat(canonical("[1e+21,6.02214076e+23,-1.5e-7,1e-324,9.99e+308]"))
+        .isEqualTo("[1e+21,6.02214076e+23,-1.5e-7,1e-324,9.99e+308]");
+    assertThat(canonical("[1e+20,1e-6,1.50e+21,1E+21,1e21,1e+021]"))
+        .isEqualTo("[100000000000000000000,0.000001,1.5e+21,1e+21,1e+21,1e+21]");
+  }
+
+  /**
+   * Names that share their first seven bytes tie in the prefix sort (the member's index takes the
+   * prefix's eighth byte) and are ordered by their whole names, in objects of every width around
+   * the insertion and merge sorts' limits and past 256 members (where the index takes more bits); a
+   * duplicate among them is found.
+   */
+  @Test
+  void namesSharingSevenBytesSortByTheirWholeNamesAndFindDuplicates() {
+    for (int members : new int[] {4, 5, 17, 32, 33, 200, 256, 257, 700}) {
+      SplittableRandom random = new SplittableRandom(members);
+      List<String> names = new ArrayList<>();
+      while (names.size() < members) {
+        // "abcdefg" then one byte that differs (or none), then maybe more: the eighth byte, the
+        // index's byte, decides; or, past 256 members, bytes taken by the index decide
+        String name =
+            "abcdefg".substring(0, 5 + random.nextInt(3))
+                + "~ zaA09".charAt(random.nextInt(7))
+                + (random.nextBoolean() ? "" : Integer.toString(random.nextInt(1000), 36));
+        if (!names.contains(name)) {
+          names.add(name);
+        }
+      }
+      List<String> sorted = new ArrayList<>(names);
+      Collections.sort(sorted);
+      StringBuilder json = new StringBuilder("{");
+      for (String name : names) {
+        json.append(json.length() > 1 ? "," : "").append('"').append(name).append("\":7");
+      }
+      json.append('}');
+      StringBuilder want = new StringBuilder("{");
+      for (String name : sorted) {
+        want.append(want.length() > 1 ? "," : "").append('"').append(name).append("\":7");
+      }
+      assertThat(canonical(json.toString())).as(json.toString()).isEqualTo(want + "}");
+
+      String again = names.get(random.nextInt(members));
+      String duplicated = json.substring(0, json.length() - 1) + ",\"" + again + "\":2}";
+      assertThatThrownBy(() -> canonical(duplicated))
+          .as(duplicated)
+          .isInstanceOf(InvalidJsonException.class)
+          .hasMessageContaining("duplicate member name \"" + again + "\"");
+    }
+  }
+
   @Test
   void namesWithEscapesOrNonAsciiStillSortByCodeUnits() {
     assertThat(canonical("{\"b\":1,\"\\u0061\":2,\"é\":3,\"aaaaaaaa\\n\":4,\"aaaaaaaa\":5}"))
