@@ -31,14 +31,17 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@link RocksDbDedupStore#commitAsync} under group commit: it returns before the group's sync, its
  * stage completes only after it, nothing reads the commit before it, and a failed sync fails the
  * stage. The group's sync is held by a gate in the writer ({@link Writer#beforeGroupSync}), so no
- * test depends on timing.
+ * test depends on timing. (A commit that waited for the sync would hang on the held gate: the class
+ * timeout turns that into a failure.)
  */
+@Timeout(120)
 class AsyncCommitTest {
   @TempDir Path dir;
   private final ManualTimeSource clock = new ManualTimeSource();
