@@ -353,7 +353,7 @@ public final class Pipeline {
     if (!canDeferCommit()) {
       return CompletableFuture.completedFuture(process(event));
     }
-    DeferredCommit deferred = new DeferredCommit();
+    DeferredCommit deferred = new DeferredCommit(this);
     DeferredCommit outer = DEFERRED.get();
     DEFERRED.set(deferred);
     Outcome outcome;
@@ -389,13 +389,22 @@ public final class Pipeline {
    */
   private static final ThreadLocal<@Nullable DeferredCommit> DEFERRED = new ThreadLocal<>();
 
-  /** The one reservation of a {@link #processAsync} call whose plain commit was left to it. */
+  /**
+   * The one reservation of a {@link #processAsync} call whose plain commit was left to it; only its
+   * own pipeline's event (not one that pipeline's work ran through another pipeline on this
+   * thread).
+   */
   private static final class DeferredCommit {
+    final Pipeline owner;
     @Nullable Reservation reservation;
     @Nullable DedupKey key;
 
-    boolean hold(@Nullable Reservation r, DedupKey k) {
-      if (r == null || reservation != null) {
+    DeferredCommit(Pipeline owner) {
+      this.owner = owner;
+    }
+
+    boolean hold(Pipeline settling, @Nullable Reservation r, DedupKey k) {
+      if (settling != owner || r == null || reservation != null) {
         return false;
       }
       reservation = r;
@@ -1155,7 +1164,7 @@ public final class Pipeline {
       if (b != null && b.hold(r, key)) {
         return c.outcome(); // held back: committed with its batch by settleAll, before processAll
       }
-      if (later == null || !later.hold(r, key)) {
+      if (later == null || !later.hold(this, r, key)) {
         commit(r, key, c.result());
       } // else left to processAsync's caller, which commits it without waiting for the sync
       return c.outcome();
