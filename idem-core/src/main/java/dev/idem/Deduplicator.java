@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ThreadLocalRandom;
 import org.jspecify.annotations.Nullable;
 
@@ -366,6 +367,16 @@ public final class Deduplicator {
     SettleResult answer =
         store.commit(new CommitRequest(scope, r.key(), r.token(), time.wallMillis(), ttl, result));
     return settled(r.key(), answer, Settlement.COMMITTED);
+  }
+
+  /**
+   * Commits a claimed reservation without waiting for the commit to be durable ({@link
+   * DedupStore#commitAsync}); the stage completes with the settlement once it is.
+   */
+  CompletionStage<Settlement> settleCommitAsync(Reservation r, byte @Nullable [] result) {
+    return store
+        .commitAsync(new CommitRequest(scope, r.key(), r.token(), time.wallMillis(), ttl, result))
+        .thenApply(answer -> settled(r.key(), answer, Settlement.COMMITTED));
   }
 
   /** Whether this deduplicator's reservations are claimed under the store's key lock. */

@@ -8,6 +8,9 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -219,6 +222,52 @@ public final class Reservation {
       }
     }
     return complete(s);
+  }
+
+  /**
+   * Commits like {@link #commit(byte[])}, but returns before the commit is durable where the store
+   * allows it ({@link dev.idem.spi.DedupStore#commitAsync}): the stage completes with the
+   * settlement once the commit is as durable as {@link #commit(byte[])}'s return would make it, or
+   * exceptionally with a {@link StoreUnavailableException} (the reservation then stays open, as
+   * after a failed {@link #commit(byte[])}). Dependent stages may run on the store's writing
+   * thread, so they must not block.
+   *
+   * @param result the bytes to replay, or null
+   * @return completes with {@link Settlement#COMMITTED}, or {@link Settlement#LEASE_LOST} if the
+   *     lease had run out
+   * @throws ReservationSettledException if already settled
+   */
+  public CompletionStage<Settlement> commitAsync(byte @Nullable [] result) {
+    if (owner.claimsUnderStoreLock()) {
+      // The memory store's commit does not wait for anything: commit now.
+      try {
+        return CompletableFuture.completedFuture(commit(result));
+      } catch (StoreUnavailableException e) {
+        return CompletableFuture.failedFuture(e);
+      }
+    }
+    begin();
+    CompletionStage<Settlement> answer;
+    try {
+      answer = owner.settleCommitAsync(this, result);
+    } catch (RuntimeException e) {
+      reopen();
+      throw e;
+    }
+    CompletableFuture<Settlement> done = new CompletableFuture<>();
+    answer.whenComplete(
+        (s, error) -> {
+          if (error == null) {
+            done.complete(complete(s));
+          } else {
+            reopen();
+            done.completeExceptionally(
+                error instanceof CompletionException && error.getCause() != null
+                    ? error.getCause()
+                    : error);
+          }
+        });
+    return done;
   }
 
   /**

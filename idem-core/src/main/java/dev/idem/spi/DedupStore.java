@@ -5,6 +5,8 @@ import dev.idem.Scope;
 import dev.idem.StoreUnavailableException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 
 /**
  * What a dedup store implements: the lifecycle of DESIGN §3, each operation one atomic step in the
@@ -40,6 +42,27 @@ public interface DedupStore extends AutoCloseable {
    * @throws StoreUnavailableException if the store did not answer
    */
   SettleResult commit(CommitRequest request);
+
+  /**
+   * Commits a reservation like {@link #commit}, without making the caller wait for the commit to
+   * become durable: the returned stage completes (on a thread of the store's choosing) once the
+   * commit is as durable as {@link #commit}'s return would make it, or exceptionally with a {@link
+   * StoreUnavailableException} if it could not be written. Until then, the key must not read as
+   * committed to anyone (a store may make other steps on the key wait, or answer them in flight).
+   * Dependent stages may run on the store's writing thread, so they must not block.
+   *
+   * <p>The default calls {@link #commit} and completes before it returns.
+   *
+   * @param request what to commit
+   * @return completes with {@link SettleResult#APPLIED} or {@link SettleResult#STALE}
+   */
+  default CompletionStage<SettleResult> commitAsync(CommitRequest request) {
+    try {
+      return CompletableFuture.completedFuture(commit(request));
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
 
   /**
    * Releases a reservation if {@code token} still holds it.

@@ -23,6 +23,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -156,6 +158,15 @@ public final class DeferredStore implements DedupStore, OutboxStore {
   @Override
   public SettleResult commit(CommitRequest request) {
     return open().commit(request);
+  }
+
+  @Override
+  public CompletionStage<SettleResult> commitAsync(CommitRequest request) {
+    try {
+      return open().commitAsync(request);
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
   }
 
   @Override

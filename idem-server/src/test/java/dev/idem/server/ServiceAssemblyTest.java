@@ -69,6 +69,62 @@ class ServiceAssemblyTest {
   }
 
   @Test
+  void concurrentWebhooksOnRocksDbGroupCommitAreAnsweredOnceTheirCommitsAreDurable()
+      throws Exception {
+    String yaml =
+        """
+        server: { host: 127.0.0.1, port: 0 }
+        store: { type: rocksdb, path: %s, durability: group-commit }
+        pipelines:
+          - id: orders
+            source: { webhook: { path: /hooks/orders } }
+            dedup: { key: source.id }
+            deliver: { stdout: {} }
+        """
+            .formatted(dir.resolve("data"));
+    IdemConfig c = config(yaml);
+    TestEdge edge = new TestEdge();
+    int senders = 8;
+    int each = 25;
+    java.util.List<Integer> firsts = new java.util.concurrent.CopyOnWriteArrayList<>();
+    java.util.List<Integer> resends = new java.util.concurrent.CopyOnWriteArrayList<>();
+    // given a service whose webhook answers new events from the group commit's completion
+    try (IdemServer server =
+        IdemServer.start(c.server(), ServiceAssembly.assemble(c, edge, TimeSource.system()))) {
+      java.util.concurrent.ExecutorService pool =
+          java.util.concurrent.Executors.newFixedThreadPool(senders);
+      try {
+        // when many senders post new events at once, each then resending its event
+        java.util.List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();
+        for (int t = 0; t < senders; t++) {
+          int sender = t;
+          done.add(
+              pool.submit(
+                  () -> {
+                    Http http = new Http(server.uri());
+                    for (int i = 0; i < each; i++) {
+                      String body = "{\"id\":\"c-" + sender + "-" + i + "\"}";
+                      firsts.add(http.post("/hooks/orders", body).statusCode());
+                      resends.add(http.post("/hooks/orders", body).statusCode());
+                    }
+                  }));
+        }
+        for (java.util.concurrent.Future<?> f : done) {
+          f.get(60, java.util.concurrent.TimeUnit.SECONDS);
+        }
+      } finally {
+        pool.shutdownNow();
+      }
+    }
+
+    // then every first delivery is accepted, every resend (after its answer) is a duplicate, and
+    // each event was delivered once
+    assertThat(firsts).hasSize(senders * each).containsOnly(202);
+    assertThat(resends).hasSize(senders * each).containsOnly(200);
+    assertThat(edge.sinks.get("orders").delivered()).hasSize(senders * each);
+  }
+
+  @Test
   void aMemoryStoreBoundsEachPipelineByItsMaxKeys() {
     IdemConfig c =
         config(

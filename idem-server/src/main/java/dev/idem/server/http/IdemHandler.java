@@ -18,6 +18,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpFields;
@@ -213,15 +215,23 @@ public final class IdemHandler extends Handler.Abstract {
             new BodyReader.Outcome() {
               @Override
               public void body(byte[] body) {
-                Answer a;
+                CompletionStage<Answer> answer;
                 try {
-                  a = p.handle(new InboundRequest(body, headers));
+                  // Answered when the outcome is settled: a commit's sync (RocksDB group commit)
+                  // completes it on the thread that synced, so this thread does not wait for it.
+                  answer = p.handleAsync(new InboundRequest(body, headers));
                 } catch (RuntimeException e) {
-                  LOG.warn("request POST {} failed", request.getHttpURI().getPath(), e);
-                  a = Answer.error(500, "internal_error", "the request failed; retry later");
+                  answer = CompletableFuture.failedFuture(e);
                 }
-                m.answered(a.status());
-                write(response, a, callback);
+                answer.whenComplete(
+                    (a, error) -> {
+                      if (error != null) {
+                        LOG.warn("request POST {} failed", request.getHttpURI().getPath(), error);
+                        a = Answer.error(500, "internal_error", "the request failed; retry later");
+                      }
+                      m.answered(a.status());
+                      write(response, a, callback);
+                    });
               }
 
               @Override

@@ -34,6 +34,9 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -340,6 +343,131 @@ public final class Pipeline {
       return runReserved(event, key, a.reservation());
     }
     return notAcquired(key, decision);
+  }
+
+  /**
+   * Processes one event as {@link #process} does, but does not wait for the last step where that
+   * step is a plain commit whose durability the store provides later ({@link
+   * Reservation#commitAsync}: RocksDB's group commit): the stage then completes with the outcome
+   * {@link #process} would have returned, once the commit is as durable as it would have been when
+   * {@link #process} returned, on the thread that made it so. Every other event (and every pipeline
+   * with ordering, sequences, poison keys, async delivery or replay, where later bookkeeping
+   * depends on the commit) completes before this returns, exactly as {@link #process}. A source
+   * whose answer can wait for a callback (the HTTP edge) uses this, so no request thread parks for
+   * the store's sync; the stage's dependents must not block.
+   *
+   * @param event the event, after the source's own checks (signature, caller)
+   * @return completes with what was decided, once the reservation is settled
+   */
+  public CompletionStage<Outcome> processAsync(InboundRequest event) {
+    if (!canDeferCommit()) {
+      return CompletableFuture.completedFuture(process(event));
+    }
+    DeferredCommit deferred = new DeferredCommit(this);
+    DeferredCommit outer = DEFERRED.get();
+    DEFERRED.set(deferred);
+    Outcome outcome;
+    try {
+      outcome = process(event);
+    } finally {
+      DEFERRED.set(outer);
+    }
+    Reservation r = deferred.reservation;
+    if (r == null) {
+      return CompletableFuture.completedFuture(outcome);
+    }
+    return commitLater(r, Objects.requireNonNull(deferred.key), outcome);
+  }
+
+  /**
+   * Whether {@link #processAsync} may leave an event's plain commit to the store's sync: nothing
+   * after the commit depends on it (no ordering turn, sequence or poison bookkeeping, no outbox, no
+   * stored result), as for a batch's held-back commits.
+   */
+  private boolean canDeferCommit() {
+    return dedup != null
+        && ordering == null
+        && sequences == null
+        && poison == null
+        && !async
+        && !replay;
+  }
+
+  /**
+   * The commit left by {@link #settle} to {@link #processAsync}'s caller on this thread. Per thread
+   * for the same reason as {@link #BATCH}; never set while a batch runs.
+   */
+  private static final ThreadLocal<@Nullable DeferredCommit> DEFERRED = new ThreadLocal<>();
+
+  /**
+   * The one reservation of a {@link #processAsync} call whose plain commit was left to it; only its
+   * own pipeline's event (not one that pipeline's work ran through another pipeline on this
+   * thread).
+   */
+  private static final class DeferredCommit {
+    final Pipeline owner;
+    @Nullable Reservation reservation;
+    @Nullable DedupKey key;
+
+    DeferredCommit(Pipeline owner) {
+      this.owner = owner;
+    }
+
+    boolean hold(Pipeline settling, @Nullable Reservation r, DedupKey k) {
+      if (settling != owner || r == null || reservation != null) {
+        return false;
+      }
+      reservation = r;
+      key = k;
+      return true;
+    }
+  }
+
+  /**
+   * {@link #commit}, answered when the commit is durable: the outcome stands whatever the commit
+   * says, as there (the work was done); a lost lease is recorded again off the store's thread,
+   * since that waits for the store.
+   */
+  private CompletionStage<Outcome> commitLater(Reservation r, DedupKey key, Outcome outcome) {
+    CompletionStage<Settlement> committed;
+    try {
+      committed = r.commitAsync(null);
+    } catch (RuntimeException e) {
+      committed = CompletableFuture.failedFuture(e);
+    }
+    return committed.handle(
+        (settlement, error) -> {
+          if (error != null) {
+            Throwable cause =
+                error instanceof CompletionException && error.getCause() != null
+                    ? error.getCause()
+                    : error;
+            if (!(cause instanceof StoreUnavailableException)) {
+              LOG.warn("pipeline={} key={} commit failed", id, key.toHex(), cause);
+            } else {
+              LOG.warn(
+                  "pipeline={} key={} delivered, but the commit failed ({}); the key heals when"
+                      + " its lease runs out, and a resend may be delivered again with the same"
+                      + " Idempotency-Key",
+                  id,
+                  key.toHex(),
+                  cause.getMessage());
+            }
+          } else if (settlement == Settlement.LEASE_LOST) {
+            CompletableFuture.runAsync(
+                () -> {
+                  if (!recommit(key, null)) {
+                    LOG.warn(
+                        "pipeline={} key={} delivered, but the lease had run out before the commit"
+                            + " and another worker holds the key now; it may be delivered again"
+                            + " (downstream sees the same Idempotency-Key)",
+                        id,
+                        key.toHex());
+                  }
+                });
+          }
+          return outcome;
+        });
   }
 
   /**
@@ -1042,9 +1170,13 @@ public final class Pipeline {
   private Outcome settle(@Nullable Reservation r, DedupKey key, Step step) {
     if (step instanceof Step.Commit c) {
       Batch b = c.result() == null ? BATCH.get() : null;
-      if (b == null || !b.hold(r, key)) {
+      DeferredCommit later = c.result() == null && b == null ? DEFERRED.get() : null;
+      if (b != null && b.hold(r, key)) {
+        return c.outcome(); // held back: committed with its batch by settleAll, before processAll
+      }
+      if (later == null || !later.hold(this, r, key)) {
         commit(r, key, c.result());
-      } // else held back: committed with its batch by settleAll, before processAll returns
+      } // else left to processAsync's caller, which commits it without waiting for the sync
       return c.outcome();
     }
     if (step instanceof Step.Enqueue e) {

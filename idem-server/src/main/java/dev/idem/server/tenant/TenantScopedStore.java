@@ -22,6 +22,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 
 /**
  * A tenanted pipeline's view of its store: every operation on the pipeline's scope ({@code
@@ -117,6 +119,15 @@ public final class TenantScopedStore implements DedupStore, OutboxStore {
   @Override
   public SettleResult commit(CommitRequest request) {
     return store.commit(map(request));
+  }
+
+  @Override
+  public CompletionStage<SettleResult> commitAsync(CommitRequest request) {
+    try {
+      return store.commitAsync(map(request));
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
   }
 
   @Override

@@ -38,6 +38,8 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -114,6 +116,16 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
   private final ReentrantLock[] queueLocks = newLocks(QUEUE_STRIPES);
   private final ReentrantLock sweepLock = new ReentrantLock();
   private final ConcurrentHashMap<Scope, ScopeKeys> scopes = new ConcurrentHashMap<>();
+
+  /**
+   * The entry keys whose commit was queued by {@link #commitAsync} and is not yet durable (or
+   * failed), each with the commit's future. A step on such a key waits for its sync first, under
+   * the key's lock ({@link #awaitQueuedCommit}), as it would wait for the lock held by a
+   * synchronous commit: so nothing reads a commit that a power failure could still undo. Removed by
+   * the group-commit leader after the sync, without the key's lock.
+   */
+  private final ConcurrentHashMap<ByteBuffer, Object> committing = new ConcurrentHashMap<>();
+
   private final LongAdder active = new LongAdder();
   private final Object lifecycle = new Object();
   private final AtomicLong outboxSeq;
@@ -210,6 +222,103 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         null);
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Here, under {@link Durability#GROUP_COMMIT}: the commit is decided under the key's lock and
+   * queued for the next group commit, and the call returns without waiting for the sync; the stage
+   * completes on the thread that leads the group, once the group is synced. Until then, every other
+   * step on the key (a duplicate's reserve, an inspect, a forget) waits for that sync, as it would
+   * wait for a synchronous commit's lock. If no group is being written, the caller leads the queue
+   * before this returns (possibly completing other callers' commits). Under the other modes, it
+   * commits as {@link #commit} does.
+   */
+  @Override
+  public CompletionStage<SettleResult> commitAsync(CommitRequest request) {
+    if (!writer.groupCommits()) {
+      try {
+        return CompletableFuture.completedFuture(commit(request));
+      } catch (RuntimeException e) {
+        return CompletableFuture.failedFuture(e);
+      }
+    }
+    enter();
+    boolean queued = false;
+    boolean lead = false;
+    try {
+      ScopeKeys sk = keys(request.scope());
+      DedupKey key = request.key();
+      int stripe = stripeIndex(sk, key);
+      ReentrantLock lock = stripes[stripe];
+      lock.lock();
+      boolean announced = writer.announce();
+      try {
+        View view = new View(sk, key, stripe).load();
+        Transition<SettleResult> t = DedupStateMachine.commit(view.current(), request);
+        Mutations step = new Mutations();
+        if (t.changed()) {
+          view.moveTo(t.next(), step);
+        }
+        if (step.isEmpty()) {
+          view.publish(true);
+          return CompletableFuture.completedFuture(t.answer());
+        }
+        CompletableFuture<SettleResult> done = new CompletableFuture<>();
+        ByteBuffer slot = ByteBuffer.wrap(view.entryKey);
+        SettleResult answer = t.answer();
+        committing.put(slot, done);
+        boolean counted = announced;
+        announced = false;
+        lead =
+            writer.enqueue(
+                step,
+                counted,
+                error -> {
+                  committing.remove(slot, done);
+                  exit(); // the step was counted active until its group completed
+                  if (error == null) {
+                    done.complete(answer);
+                  } else {
+                    done.completeExceptionally(failure("commit", error, true));
+                  }
+                });
+        queued = true;
+        // The reservation is gone at once; the key reads as committed only once the marker is.
+        view.publish(true);
+        return done;
+      } finally {
+        writer.abandon(announced);
+        lock.unlock();
+      }
+    } catch (RocksDBException e) {
+      return CompletableFuture.failedFuture(failure("commit", e, false));
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    } finally {
+      if (!queued) {
+        exit();
+      }
+      if (lead) {
+        writer.leadQueued(); // outside the key's lock: a leader may write many groups
+      }
+    }
+  }
+
+  /**
+   * Waits until no commit queued by {@link #commitAsync} for this entry key is pending (written and
+   * synced, or failed). The caller holds the key's stripe lock; the leader removes the marker
+   * without it, so this cannot deadlock with the group commit.
+   */
+  private void awaitQueuedCommit(byte[] entryKey) throws RocksDBException {
+    if (committing.isEmpty()) {
+      return;
+    }
+    ByteBuffer slot = ByteBuffer.wrap(entryKey);
+    while (committing.containsKey(slot)) {
+      writer.awaitDurable(); // a sync queued after the commit: it covers the commit's group
+    }
+  }
+
   @Override
   public SettleResult release(ReleaseRequest request) {
     return apply(
@@ -295,8 +404,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     try {
       ScopeKeys sk = keys(scope);
       // Under the key's lock: a group commit's write is visible a moment before its sync ends,
-      // and its writer holds this lock until then, so inspect never reports a commit a power
-      // failure could undo.
+      // and its writer holds this lock until then (a queued commit: its marker, which load()
+      // waits out), so inspect never reports a commit a power failure could undo.
       int stripe = stripeIndex(sk, key);
       ReentrantLock lock = stripes[stripe];
       lock.lock();
@@ -329,6 +438,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
       ReentrantLock lock = stripes[stripe];
       lock.lock();
       try {
+        awaitQueuedCommit(entryKey);
         boolean held = reservations.get(stripe, scope, key) != null;
         if (held) {
           // Nothing to write: a reservation is in memory only (and has no stored entry).
@@ -370,6 +480,9 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     boolean writing = false;
     try {
       ScopeKeys sk = keys(scope);
+      if (!committing.isEmpty()) {
+        writer.awaitDurable(); // commits queued before the clear are written before its walk
+      }
       long removed = reservations.removeIf(stripes, r -> r.scope().equals(scope)).size();
       byte[] from = sk.prefix;
       List<byte[]> batch = new ArrayList<>(CLEAR_BATCH);
@@ -1120,6 +1233,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
 
     /** Reads the key's state; the caller holds its stripe lock. */
     View load() throws RocksDBException {
+      awaitQueuedCommit(entryKey);
       held = reservations.get(stripe, sk.scope, key);
       // A key with a reservation has no stored entry: no need to read the disk.
       disk = held == null ? read(sk, key, entryKey) : null;
@@ -1649,6 +1763,11 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
 
   private void exit() {
     active.decrement();
+  }
+
+  /** The store's writer, for tests of the group commit in this package. */
+  Writer writer() {
+    return writer;
   }
 
   private RuntimeException failure(String op, RocksDBException e, boolean wrote) {

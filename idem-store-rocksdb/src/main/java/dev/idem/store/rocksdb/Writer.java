@@ -1,11 +1,14 @@
 package dev.idem.store.rocksdb;
 
 import java.util.ArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
@@ -35,6 +38,8 @@ import org.rocksdb.WriteOptions;
  * that a power failure could still undo.
  */
 final class Writer implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(Writer.class.getName());
+
   private final RocksDB db;
   private final Durability durability;
   private final long maxDelayNanos;
@@ -48,6 +53,10 @@ final class Writer implements AutoCloseable {
   private boolean leaderActive;
   private final AtomicInteger preparing = new AtomicInteger();
   private final WriteBatch groupBatch;
+  private @Nullable ExecutorService background; // guarded by this; leads queues nobody waits on
+
+  /** For tests only: runs in the leader before each group's sync; null otherwise. */
+  volatile @Nullable Runnable beforeGroupSync;
 
   Writer(RocksDB db, Durability durability, long maxDelayNanos) {
     this.db = db;
@@ -115,6 +124,47 @@ final class Writer implements AutoCloseable {
     }
   }
 
+  /** Whether writes are group-committed, so that {@link #enqueue} may be used. */
+  boolean groupCommits() {
+    return durability == Durability.GROUP_COMMIT;
+  }
+
+  /**
+   * Queues one atomic step for the next group commit without waiting for it (group commit only):
+   * {@code done} runs once the step's group was written and synced (with null), or failed (with the
+   * error), on the thread that leads that group. A writer counted by {@link #announce()} passes
+   * {@code announced}.
+   *
+   * @return true if the caller must now lead the queue ({@link #leadQueued()}), after it released
+   *     any lock it holds: no group-commit leader was active
+   */
+  boolean enqueue(Mutations step, boolean announced, Consumer<@Nullable RocksDBException> done) {
+    Pending mine = new Pending(step, null, done);
+    lock.lock();
+    try {
+      queue.add(mine);
+      if (announced) {
+        preparing.decrementAndGet();
+        arrived.signal();
+      }
+      if (leaderActive) {
+        return false;
+      }
+      leaderActive = true;
+      return true;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Leads the group commits of the queue after {@link #enqueue} answered true: returns when the
+   * queue is empty, or when the lead was handed to a writer that waits in {@link #write}.
+   */
+  void leadQueued() {
+    lead(null);
+  }
+
   private void writeNow(Mutations step, WriteOptions options) throws RocksDBException {
     if (step.writeAlone(db, options)) {
       return; // e.g. a sliding refresh within its index granule: the entry alone
@@ -126,7 +176,7 @@ final class Writer implements AutoCloseable {
   }
 
   private void submit(@Nullable Mutations step, boolean announced) throws RocksDBException {
-    Pending mine = new Pending(step, Thread.currentThread());
+    Pending mine = new Pending(step, Thread.currentThread(), null);
     boolean leading;
     lock.lock();
     try {
@@ -172,7 +222,60 @@ final class Writer implements AutoCloseable {
     return state == Pending.LEAD;
   }
 
-  private void lead(Pending self) {
+  /**
+   * Leads groups until the queue is empty or the lead is handed to a waiting writer. {@code self}
+   * is the leading writer's own entry (it returns when this returns), or null for a leader that
+   * only queued steps ({@link #leadQueued()}).
+   *
+   * <p>A group with no waiting writer after it (only queued steps) is led by the same thread again;
+   * a leader that has a caller waiting for it ({@code self} non-null) hands such a queue to the
+   * writer-of-last-resort thread instead, so that a synchronous write never waits for an unbounded
+   * run of asynchronous ones.
+   */
+  private void lead(@Nullable Pending self) {
+    Pending mine = self;
+    while (true) {
+      Pending next = leadOne(mine);
+      if (next == null) {
+        return;
+      }
+      if (next.thread != null) {
+        next.finish(Pending.LEAD, true);
+        return;
+      }
+      if (mine != null) {
+        leadInBackground();
+        return;
+      }
+      // Only queued steps follow: lead them too (the lead stays active).
+    }
+  }
+
+  /** Hands a queue of queued steps (nobody waiting in {@link #write}) to a thread of its own. */
+  private void leadInBackground() {
+    ExecutorService e;
+    synchronized (this) {
+      e = background;
+      if (e == null) {
+        e =
+            Executors.newSingleThreadExecutor(
+                r -> {
+                  Thread t = new Thread(r, "idem-rocksdb-group-commit");
+                  t.setDaemon(true);
+                  return t;
+                });
+        background = e;
+      }
+    }
+    e.execute(() -> lead(null));
+  }
+
+  /**
+   * Leads one group: writes and syncs every queued step, completes the group's writers, and returns
+   * the next group's first writer (the lead stays active for it), or null (no leader is active
+   * now).
+   */
+  private @Nullable Pending leadOne(@Nullable Pending self) {
     ArrayList<Pending> group;
     RocksDBException error = null;
     lock.lock();
@@ -195,6 +298,7 @@ final class Writer implements AutoCloseable {
       lock.unlock();
     }
     boolean written = false;
+    Pending next;
     try {
       for (Pending p : group) {
         if (p.step != null) {
@@ -207,39 +311,72 @@ final class Writer implements AutoCloseable {
         // behind it; SyncWAL lets them proceed while the WAL is being synced.
         db.write(buffered, groupBatch);
       }
+      Runnable hook = beforeGroupSync;
+      if (hook != null) {
+        hook.run();
+      }
       db.syncWal();
       written = true;
     } catch (RocksDBException e) {
       error = e;
+    } catch (RuntimeException e) {
+      // Unexpected: every writer of the group (the leader too) is told its step failed, and the
+      // lead still passes on below, so the queue never stalls.
+      LOG.log(System.Logger.Level.WARNING, "the group-commit leader failed", e);
     } finally {
       groupBatch.clear();
       if (!written && error == null) {
-        // The leader itself failed unexpectedly (its exception propagates to its own caller):
-        // the writers it covered must not believe their steps were written.
+        // The writers the leader covered must not believe their steps were written.
         error = new RocksDBException("the group-commit leader failed before its write completed");
       }
-      Pending next;
       lock.lock();
       try {
-        next = queue.isEmpty() ? null : queue.get(0);
+        next = null;
+        for (Pending p : queue) {
+          if (p.thread != null) {
+            next = p; // a waiting writer leads the next group, whatever its place in the queue
+            break;
+          }
+        }
+        if (next == null && !queue.isEmpty()) {
+          next = queue.get(0);
+        }
         if (next == null) {
           leaderActive = false;
         } // else the lead passes to next, still active: no writer can start a second group
       } finally {
         lock.unlock();
       }
+      // Waiting writers first: queued steps' completions may take longer (they answer requests).
       for (Pending p : group) {
-        p.error = error;
-        p.finish(Pending.DONE, p != self);
+        if (p.thread != null) {
+          p.error = error;
+          p.finish(Pending.DONE, p != self);
+        }
       }
-      if (next != null) {
-        next.finish(Pending.LEAD, true);
+      for (Pending p : group) {
+        if (p.done != null) {
+          try {
+            p.done.accept(error);
+          } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "a group commit's completion failed", e);
+          }
+        }
       }
     }
+    return next;
   }
 
   @Override
   public void close() {
+    ExecutorService e;
+    synchronized (this) {
+      e = background;
+      background = null;
+    }
+    if (e != null) {
+      e.shutdown(); // idle by now: the store closes once no step is queued
+    }
     groupBatch.close();
     synced.close();
     buffered.close();
@@ -252,18 +389,23 @@ final class Writer implements AutoCloseable {
     static final int LEAD = 2;
 
     final @Nullable Mutations step;
-    final Thread thread;
+    final @Nullable Thread thread; // a writer waiting in write(); null for a queued step
+    final @Nullable Consumer<@Nullable RocksDBException> done; // a queued step's completion
     volatile int state = WAITING;
     @Nullable RocksDBException error; // written before state, read after it
 
-    Pending(@Nullable Mutations step, Thread thread) {
+    Pending(
+        @Nullable Mutations step,
+        @Nullable Thread thread,
+        @Nullable Consumer<@Nullable RocksDBException> done) {
       this.step = step;
       this.thread = thread;
+      this.done = done;
     }
 
     void finish(int to, boolean wake) {
       state = to;
-      if (wake) {
+      if (wake && thread != null) {
         LockSupport.unpark(thread);
       }
     }

@@ -10,6 +10,8 @@ import dev.idem.server.pipeline.Pipeline;
 import dev.idem.server.signature.SignatureException;
 import dev.idem.server.signature.SignatureVerifier;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -86,12 +88,38 @@ public final class WebhookSource {
   }
 
   /**
+   * Handles one webhook request as {@link #handle} does, answering once the pipeline's outcome is
+   * settled ({@link Pipeline#processAsync}): a plain commit's sync is not waited for on this
+   * thread.
+   *
+   * @param request the request's body and headers
+   * @return completes with the HTTP answer; its dependents must not block
+   */
+  public CompletionStage<Answer> handleAsync(InboundRequest request) {
+    Admission a = admit(request);
+    if (a.refused() != null) {
+      return CompletableFuture.completedFuture(WebhookAnswers.of(a.refused(), pipeline.replays()));
+    }
+    return pipeline
+        .processAsync(a.request())
+        .thenApply(outcome -> WebhookAnswers.of(outcome, pipeline.replays()));
+  }
+
+  /**
    * Checks the request's signature and caller, then processes it.
    *
    * @param request the request's body and headers
    * @return the outcome
    */
   public Outcome process(InboundRequest request) {
+    Admission a = admit(request);
+    return a.refused() != null ? a.refused() : pipeline.process(a.request());
+  }
+
+  /** A request after the signature and caller checks: refused, or the event to process. */
+  private record Admission(@Nullable Outcome refused, InboundRequest request) {}
+
+  private Admission admit(InboundRequest request) {
     byte[] body = request.body();
     SignatureVerifier v = verifier;
     if (v != null) {
@@ -101,10 +129,12 @@ public final class WebhookSource {
         InboundRequest raw = request;
         rejections.rejected(
             "signature", e.reason().name(), () -> deliveryIdOf(v, raw), 401, e.getMessage());
-        return new Outcome.Rejected(
-            Outcome.Rejection.BAD_SIGNATURE,
-            "invalid_signature",
-            e.getMessage() + "; nothing was recorded for this request");
+        return new Admission(
+            new Outcome.Rejected(
+                Outcome.Rejection.BAD_SIGNATURE,
+                "invalid_signature",
+                e.getMessage() + "; nothing was recorded for this request"),
+            request);
       }
       // The event's body differs from the raw body only for a wrapped event (GitHub forms).
       request = body == request.body() ? request : request.withBody(body);
@@ -113,10 +143,10 @@ public final class WebhookSource {
       try {
         request = request.withPrincipals(callers.principals(request.headers()));
       } catch (CallerException e) {
-        return refused(e);
+        return new Admission(refused(e), request);
       }
     }
-    return pipeline.process(request);
+    return new Admission(null, request);
   }
 
   /**
