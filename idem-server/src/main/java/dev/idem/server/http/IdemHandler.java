@@ -230,7 +230,17 @@ public final class IdemHandler extends Handler.Abstract {
                         a = Answer.error(500, "internal_error", "the request failed; retry later");
                       }
                       m.answered(a.status());
-                      write(response, a, callback);
+                      try {
+                        write(response, a, callback);
+                      } catch (RuntimeException e) {
+                        // Off Jetty's own call stack (the store's syncing thread may run this),
+                        // nobody else would fail the callback: the request would hang instead.
+                        LOG.warn(
+                            "request POST {}: answer not written",
+                            request.getHttpURI().getPath(),
+                            e);
+                        callback.failed(e);
+                      }
                     });
               }
 
