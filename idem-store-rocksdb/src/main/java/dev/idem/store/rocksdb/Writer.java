@@ -139,7 +139,14 @@ final class Writer implements AutoCloseable {
    *     any lock it holds: no group-commit leader was active
    */
   boolean enqueue(Mutations step, boolean announced, Consumer<@Nullable RocksDBException> done) {
-    Pending mine = new Pending(step, null, done);
+    return joinQueue(new Pending(step, null, done), announced);
+  }
+
+  /**
+   * Appends a writer to the queue (counting an announced one as arrived) and says whether it must
+   * lead: no leader was active, so it is now.
+   */
+  private boolean joinQueue(Pending mine, boolean announced) {
     lock.lock();
     try {
       queue.add(mine);
@@ -177,21 +184,7 @@ final class Writer implements AutoCloseable {
 
   private void submit(@Nullable Mutations step, boolean announced) throws RocksDBException {
     Pending mine = new Pending(step, Thread.currentThread(), null);
-    boolean leading;
-    lock.lock();
-    try {
-      queue.add(mine);
-      if (announced) {
-        preparing.decrementAndGet();
-        arrived.signal();
-      }
-      leading = !leaderActive;
-      if (leading) {
-        leaderActive = true;
-      }
-    } finally {
-      lock.unlock();
-    }
+    boolean leading = joinQueue(mine, announced);
     if (!leading) {
       leading = awaitTurn(mine);
     }
