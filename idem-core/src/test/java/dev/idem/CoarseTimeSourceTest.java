@@ -48,12 +48,18 @@ class CoarseTimeSourceTest {
    * first read after that is fresh, not the time the thread parked at, and wakes the thread.
    */
   @Test
-  void anUnreadClockParksItsThreadAndTheNextReadIsFreshAndWakesIt() throws Exception {
+  void anUnreadClockParksItsThreadAndTheNextReadIsFreshAndWakesIt() {
     CoarseTimeSource clock = new CoarseTimeSource(20);
     long start = clock.wallMillis();
 
     await().atMost(Duration.ofSeconds(10)).until(clock::asleep);
-    Thread.sleep(50); // the field is now at least 50 ms stale
+    long parkedBy = System.currentTimeMillis();
+    // let the field go stale by 50 ms (polling the system clock, not this one: a read wakes it)
+    await()
+        .pollInterval(Duration.ofMillis(10))
+        .atMost(Duration.ofSeconds(5))
+        .until(() -> System.currentTimeMillis() >= parkedBy + 50);
+    assertThat(clock.asleep()).isTrue();
     long before = System.currentTimeMillis();
     long read = clock.wallMillis();
 

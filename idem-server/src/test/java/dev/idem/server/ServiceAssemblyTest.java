@@ -26,20 +26,27 @@ class ServiceAssemblyTest {
     return ConfigLoader.parse("t.yaml", yaml, name -> null);
   }
 
-  @Test
-  void aRocksDbServiceRestartedOnTheSameDirectoryStillAnswersDuplicates() {
-    String yaml =
+  /**
+   * A service on a RocksDB store under {@code dir/data} ({@code storeOptions} appended) with one
+   * webhook pipeline, {@code orders}, deduplicated by {@code source.id}, delivering to stdout.
+   */
+  IdemConfig rocksDbOrders(String storeOptions) {
+    return config(
         """
         server: { host: 127.0.0.1, port: 0 }
-        store: { type: rocksdb, path: %s }
+        store: { type: rocksdb, path: %s%s }
         pipelines:
           - id: orders
             source: { webhook: { path: /hooks/orders } }
             dedup: { key: source.id }
             deliver: { stdout: {} }
         """
-            .formatted(dir.resolve("data"));
-    IdemConfig c = config(yaml);
+            .formatted(dir.resolve("data"), storeOptions));
+  }
+
+  @Test
+  void aRocksDbServiceRestartedOnTheSameDirectoryStillAnswersDuplicates() {
+    IdemConfig c = rocksDbOrders("");
     ServerSettings s = c.server();
 
     // given an event accepted before a restart
@@ -71,18 +78,7 @@ class ServiceAssemblyTest {
   @Test
   void concurrentWebhooksOnRocksDbGroupCommitAreAnsweredOnceTheirCommitsAreDurable()
       throws Exception {
-    String yaml =
-        """
-        server: { host: 127.0.0.1, port: 0 }
-        store: { type: rocksdb, path: %s, durability: group-commit }
-        pipelines:
-          - id: orders
-            source: { webhook: { path: /hooks/orders } }
-            dedup: { key: source.id }
-            deliver: { stdout: {} }
-        """
-            .formatted(dir.resolve("data"));
-    IdemConfig c = config(yaml);
+    IdemConfig c = rocksDbOrders(", durability: group-commit");
     TestEdge edge = new TestEdge();
     int senders = 8;
     int each = 25;

@@ -18,6 +18,7 @@ import dev.idem.server.config.DeliveryMode;
 import dev.idem.server.config.PipelineSettings;
 import dev.idem.server.deliver.Delivery;
 import dev.idem.server.deliver.DeliveryOutcome;
+import dev.idem.server.deliver.Sleeper;
 import dev.idem.server.logging.LogFields;
 import dev.idem.server.metrics.IdemMetrics;
 import dev.idem.server.transform.Transform;
@@ -25,6 +26,7 @@ import dev.idem.server.transform.TransformException;
 import dev.idem.spi.OutboxMessage;
 import dev.idem.spi.OutboxStore;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
@@ -121,6 +123,7 @@ public final class Pipeline {
   private final Runnable onEnqueued;
   private final IdemMetrics.@Nullable PipelineMeters meters;
   private final TimeSource time;
+  private final Sleeper sleeper;
   private final @Nullable ScheduledExecutorService renewals;
   private final @Nullable LeaseRenewals leases;
   private final boolean replay;
@@ -145,6 +148,7 @@ public final class Pipeline {
     this.onEnqueued = b.onEnqueued;
     this.meters = b.meters;
     this.time = b.time;
+    this.sleeper = b.sleeper;
     this.renewals = b.renewals;
     this.leases =
         renewals == null || dedup == null
@@ -1338,7 +1342,7 @@ public final class Pipeline {
             attempt + 1,
             COMMIT_ATTEMPTS);
         try {
-          Thread.sleep(COMMIT_RETRY_PAUSE_MILLIS * attempt);
+          sleeper.sleep(Duration.ofMillis(COMMIT_RETRY_PAUSE_MILLIS * attempt));
         } catch (InterruptedException interrupted) {
           Thread.currentThread().interrupt();
           throw e;
@@ -1458,6 +1462,7 @@ public final class Pipeline {
     private Runnable onEnqueued = () -> {};
     private IdemMetrics.@Nullable PipelineMeters meters;
     private TimeSource time = TimeSource.system();
+    private Sleeper sleeper = Sleeper.SYSTEM;
     private @Nullable ScheduledExecutorService renewals;
     private boolean batchCommits;
     private final int maxDepth;
@@ -1613,6 +1618,18 @@ public final class Pipeline {
      */
     public Builder timeSource(TimeSource time) {
       this.time = Objects.requireNonNull(time, "time");
+      return this;
+    }
+
+    /**
+     * Sets how the pipeline waits between attempts of a commit the store did not answer (see {@code
+     * COMMIT_ATTEMPTS}); tests pass one that does not sleep.
+     *
+     * @param sleeper the sleeper; {@link Sleeper#SYSTEM} by default
+     * @return this builder
+     */
+    public Builder sleeper(Sleeper sleeper) {
+      this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
       return this;
     }
 

@@ -62,6 +62,7 @@ class PipelineBatchTest {
         .batchCommits(batchCommits)
         .keys(TestParts.idField())
         .timeSource(time)
+        .sleeper(pause -> {}) // commit retries do not sleep here
         .dedup(
             Deduplicator.builder(store, Scope.of("p"))
                 .config(s.dedup().config())

@@ -25,12 +25,17 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** The pipeline's steps and settlements, without HTTP. */
 class PipelineTest {
   final SwitchableStore store = new SwitchableStore();
   final RecordingSink sink = new RecordingSink();
   final ManualTimeSource time = new ManualTimeSource();
+
+  /** The pauses the pipeline took between commit attempts (none is slept). */
+  final List<Duration> pauses = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   static PipelineSettings settings(String dedup, String deliver) {
     return ConfigLoader.parse(
@@ -50,6 +55,7 @@ class PipelineTest {
         Pipeline.builder(s)
             .keys(TestParts.idField())
             .timeSource(time)
+            .sleeper(pauses::add)
             .deliverer(TestParts.retrying(sink, 0));
     if (s.dedup() != null) {
       b.dedup(
@@ -389,14 +395,15 @@ class PipelineTest {
   }
 
   /**
-   * A commit that got no answer (a command timeout after this JVM was paused, say) and never
-   * reached the store: without a second attempt the key stays in flight until its lease ends, and
-   * the resend after that is delivered again.
+   * A commit that got no answer (a command timeout after this JVM was paused, say): never sent,
+   * without a second attempt the key stays in flight until its lease ends and the resend after that
+   * is delivered again; applied by the store anyway, the second attempt is harmless.
    */
-  @Test
-  void aCommitWhoseAnswerWasLostIsTriedAgainSoTheResendIsADuplicate() {
+  @ParameterizedTest(name = "applied by the store: {0}")
+  @ValueSource(booleans = {false, true})
+  void aCommitWhoseAnswerWasLostIsTriedAgainSoTheResendIsADuplicate(boolean applied) {
     Pipeline p = builder(settings("{ key: id }", "{ stdout: {} }")).build();
-    store.loseCommits(1, false);
+    store.loseCommits(1, applied);
 
     Answer first = answer(p, event("{\"id\":\"lost\"}"));
 
@@ -404,20 +411,7 @@ class PipelineTest {
     assertThat(state("lost")).isInstanceOf(KeyState.Committed.class);
     assertThat(answer(p, event("{\"id\":\"lost\"}")).status()).isEqualTo(200);
     assertThat(sink.delivered()).hasSize(1);
-  }
-
-  /** The lost answer was of a commit the store did apply: the second attempt is harmless. */
-  @Test
-  void aCommitAppliedButUnansweredIsCommittedOnceWhenTriedAgain() {
-    Pipeline p = builder(settings("{ key: id }", "{ stdout: {} }")).build();
-    store.loseCommits(1, true);
-
-    Answer first = answer(p, event("{\"id\":\"applied\"}"));
-
-    assertThat(first.status()).isEqualTo(202);
-    assertThat(state("applied")).isInstanceOf(KeyState.Committed.class);
-    assertThat(answer(p, event("{\"id\":\"applied\"}")).status()).isEqualTo(200);
-    assertThat(sink.delivered()).hasSize(1);
+    assertThat(pauses).containsExactly(Duration.ofMillis(Pipeline.COMMIT_RETRY_PAUSE_MILLIS));
   }
 
   /**
@@ -433,6 +427,10 @@ class PipelineTest {
     assertThat(first.status()).isEqualTo(202);
     assertThat(state("down")).isInstanceOf(KeyState.InFlight.class);
     assertThat(answer(p, event("{\"id\":\"down\"}")).status()).isEqualTo(409);
+    assertThat(pauses)
+        .containsExactly(
+            Duration.ofMillis(Pipeline.COMMIT_RETRY_PAUSE_MILLIS),
+            Duration.ofMillis(2 * Pipeline.COMMIT_RETRY_PAUSE_MILLIS));
   }
 
   @Test
