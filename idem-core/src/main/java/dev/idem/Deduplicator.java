@@ -379,6 +379,17 @@ public final class Deduplicator {
         .thenApply(answer -> settled(r.key(), answer, Settlement.COMMITTED));
   }
 
+  /**
+   * Whether {@link Reservation#commitAsync} can return before the commit is durable ({@link
+   * DedupStore#commitsAsynchronously}): otherwise it commits before returning, and a caller may as
+   * well call {@link Reservation#commit()}.
+   *
+   * @return true if an asynchronous commit completes later than it returns
+   */
+  public boolean commitsAsynchronously() {
+    return fast == null && store.commitsAsynchronously();
+  }
+
   /** Whether this deduplicator's reservations are claimed under the store's key lock. */
   boolean claimsUnderStoreLock() {
     return fast != null;

@@ -57,6 +57,19 @@ class DeduplicatorTest {
     return ((Decision.Acquired) decision).reservation();
   }
 
+  /**
+   * A store whose commitAsync is the SPI's default (it commits before returning) and the memory
+   * store's fast path do not commit asynchronously: a caller commits at once, with no stage.
+   */
+  @Test
+  void neitherTheDefaultCommitAsyncNorTheMemoryStoreCommitsAsynchronously() {
+    assertThat(dedup.commitsAsynchronously()).isFalse();
+    try (dev.idem.store.memory.MemoryDedupStore memory =
+        dev.idem.store.memory.MemoryDedupStore.builder().build()) {
+      assertThat(Deduplicator.builder(memory, SCOPE).build().commitsAsynchronously()).isFalse();
+    }
+  }
+
   @Nested
   class RunOnce {
     @Test

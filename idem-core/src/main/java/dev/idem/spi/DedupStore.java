@@ -65,6 +65,18 @@ public interface DedupStore extends AutoCloseable {
   }
 
   /**
+   * Whether {@link #commitAsync} returns before the commit is durable, so that a caller gains by
+   * not waiting for it (RocksDB under group commit). False for the default {@code commitAsync},
+   * which commits before it returns: a caller then commits with {@link #commit} and skips the
+   * stage.
+   *
+   * @return true if {@code commitAsync} completes later than it returns
+   */
+  default boolean commitsAsynchronously() {
+    return false;
+  }
+
+  /**
    * Releases a reservation if {@code token} still holds it.
    *
    * @param request what to release

@@ -170,6 +170,12 @@ public final class DeferredStore implements DedupStore, OutboxStore {
   }
 
   @Override
+  public boolean commitsAsynchronously() {
+    DedupStore opened = store;
+    return opened != null && opened.commitsAsynchronously();
+  }
+
+  @Override
   public SettleResult release(ReleaseRequest request) {
     return open().release(request);
   }

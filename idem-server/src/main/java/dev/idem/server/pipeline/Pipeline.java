@@ -384,12 +384,15 @@ public final class Pipeline {
   }
 
   /**
-   * Whether {@link #processAsync} may leave an event's plain commit to the store's sync: nothing
-   * after the commit depends on it (no ordering turn, sequence or poison bookkeeping, no outbox, no
-   * stored result), as for a batch's held-back commits.
+   * Whether {@link #processAsync} may leave an event's plain commit to the store's sync: the store
+   * commits asynchronously (the memory store, for one, does not) and nothing after the commit
+   * depends on it (no ordering turn, sequence or poison bookkeeping, no outbox, no stored result),
+   * as for a batch's held-back commits.
    */
   private boolean canDeferCommit() {
-    return dedup != null
+    Deduplicator d = dedup;
+    return d != null
+        && d.commitsAsynchronously() // else commitAsync commits at once: no stage to build
         && ordering == null
         && sequences == null
         && poison == null

@@ -131,6 +131,11 @@ public final class TenantScopedStore implements DedupStore, OutboxStore {
   }
 
   @Override
+  public boolean commitsAsynchronously() {
+    return store.commitsAsynchronously();
+  }
+
+  @Override
   public SettleResult release(ReleaseRequest request) {
     return store.release(map(request));
   }

@@ -304,6 +304,12 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     }
   }
 
+  /** {@inheritDoc} Here: under {@link Durability#GROUP_COMMIT}. */
+  @Override
+  public boolean commitsAsynchronously() {
+    return writer.groupCommits();
+  }
+
   /**
    * Waits until no commit queued by {@link #commitAsync} for this entry key is pending (written and
    * synced, or failed). The caller holds the key's stripe lock; the leader removes the marker

@@ -67,6 +67,23 @@ class AsyncCommitTest {
     store.close();
   }
 
+  /**
+   * Only group commit commits later than commitAsync returns; a caller skips the stage otherwise.
+   */
+  @Test
+  void onlyGroupCommitSaysItCommitsAsynchronously() {
+    assertThat(store.commitsAsynchronously()).isTrue();
+    for (Durability other : new Durability[] {Durability.FSYNC, Durability.OS_BUFFERED}) {
+      try (RocksDbDedupStore s =
+          RocksDbDedupStore.builder(dir.resolve(other.name()))
+              .durability(other)
+              .sweepInterval(Duration.ZERO)
+              .build()) {
+        assertThat(s.commitsAsynchronously()).as("%s", other).isFalse();
+      }
+    }
+  }
+
   /** Holds every group's sync until {@link #gate} opens, after saying it reached it. */
   private void holdSyncs() {
     store.writer().beforeGroupSync =
