@@ -116,6 +116,7 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   private final int sweepBatchSize;
   private final int healthCheckSeconds;
   private final @Nullable ScheduledExecutorService sweeper;
+  private final ReserveUndo undo;
   private final @Nullable String instanceId;
   private final String bootId = UUID.randomUUID().toString();
   private final AtomicBoolean closed = new AtomicBoolean();
@@ -151,6 +152,9 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
       this.partitions = null;
     }
     this.healthCheckSeconds = JdbcTimeouts.backstopSeconds(b.timeout);
+    this.undo =
+        new ReserveUndo(
+            description, b.timeout, JdbcTimeouts.socketMargin(), b.timeSource, this::release);
     if (b.sweepInterval.isZero()) {
       this.sweeper = null;
     } else {
@@ -202,14 +206,21 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
   @Override
   public ReserveResult reserve(ReserveRequest request) {
     ensureOpen();
-    return exec.write(
-        "reserve",
-        c ->
-            psql != null
-                ? reservePartitioned(c, request)
-                : dialect == JdbcDialect.POSTGRESQL
-                    ? reservePostgres(c, request)
-                    : reserveLocking(c, request));
+    try {
+      return exec.write(
+          "reserve",
+          c ->
+              psql != null
+                  ? reservePartitioned(c, request)
+                  : dialect == JdbcDialect.POSTGRESQL
+                      ? reservePostgres(c, request)
+                      : reserveLocking(c, request));
+    } catch (StoreUnavailableException e) {
+      if (e.outcomeUnknown()) {
+        undo.schedule(List.of(request));
+      }
+      throw e;
+    }
   }
 
   /**
@@ -486,19 +497,27 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
       scopes[i] = rs[i].scope().toString();
     }
     Arrays.sort(order, keyOrder(scopes, rs)); // stable: repeats keep their order
-    boolean[] inserted =
-        exec.transaction(
-            "reserveAll",
-            c -> {
-              boolean[] in =
-                  dialect == JdbcDialect.MARIADB
-                      ? insertAbsentReturning(c, rs, order)
-                      : insertAbsentBatch(c, rs, order);
-              if (psql != null) {
-                withdrawCommitted(c, psql, rs, order, in);
-              }
-              return in;
-            });
+    boolean[] inserted;
+    try {
+      inserted =
+          exec.transaction(
+              "reserveAll",
+              c -> {
+                boolean[] in =
+                    dialect == JdbcDialect.MARIADB
+                        ? insertAbsentReturning(c, rs, order)
+                        : insertAbsentBatch(c, rs, order);
+                if (psql != null) {
+                  withdrawCommitted(c, psql, rs, order, in);
+                }
+                return in;
+              });
+    } catch (StoreUnavailableException e) {
+      if (e.outcomeUnknown()) {
+        undo.schedule(requests);
+      }
+      throw e;
+    }
     List<ReserveResult> out = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       out.add(inserted[i] ? DedupStateMachine.reserve(null, rs[i]).answer() : reserve(rs[i]));
@@ -1381,6 +1400,7 @@ public final class JdbcDedupStore implements DedupStore, OutboxStore {
     if (!closed.compareAndSet(false, true)) {
       return;
     }
+    undo.close();
     if (sweeper != null) {
       // No interrupt: an interrupted H2 file database closes its file.
       sweeper.shutdown();

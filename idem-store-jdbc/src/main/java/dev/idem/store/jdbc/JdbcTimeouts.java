@@ -37,6 +37,11 @@ final class JdbcTimeouts {
 
   private JdbcTimeouts() {}
 
+  /** How much longer the driver's socket waits than the server's own timeouts. */
+  static Duration socketMargin() {
+    return Duration.ofMillis(SOCKET_MARGIN_MILLIS);
+  }
+
   /** The JDBC query timeout behind the server's: whole seconds, at least one more than timeout. */
   static int backstopSeconds(Duration timeout) {
     return (int) Math.min(Integer.MAX_VALUE, ceilSeconds(timeout.toMillis()) + 1);

@@ -11,6 +11,8 @@ import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.ReserveResult;
 import dev.idem.spi.Ttl;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -66,13 +68,17 @@ abstract class AbstractStallTest {
   }
 
   private ReserveRequest reserve(DedupKey key) {
+    return reserve(key, 30_000);
+  }
+
+  private ReserveRequest reserve(DedupKey key, long leaseMillis) {
     return new ReserveRequest(
         scope,
         key,
         null,
         ThreadLocalRandom.current().nextLong(1, Long.MAX_VALUE),
         System.currentTimeMillis(),
-        30_000,
+        leaseMillis,
         new Ttl(3_600_000, Expiry.SLIDING));
   }
 
@@ -149,6 +155,61 @@ abstract class AbstractStallTest {
                     return null;
                   }))
           .isInstanceOf(StoreUnavailableException.class);
+    }
+  }
+
+  @Test
+  void aReserveWhoseAnswerIsLostIsUndoneLongBeforeItsLeaseEnds() throws Exception {
+    long tenMinutes = 600_000;
+    try (SilentProxy proxy = new SilentProxy("127.0.0.1", db().port());
+        JdbcDedupStore store = store(viaPort(url, proxy.port()))) {
+      ReserveRequest lost = null;
+      // (A pooled connection idle for more than half a second is validated before use, and with
+      // the answers dropped that check fails before the reserve is sent: its outcome is then
+      // known. So the proxy starts dropping answers right after a call, and the test tries again
+      // in the rare case the machine paused in between.)
+      for (int attempt = 0; attempt < 3 && lost == null; attempt++) {
+        proxy.heal();
+        await()
+            .atMost(HANG)
+            .ignoreExceptions()
+            .until(() -> store.reserve(reserve(TestDb.key("probe"))) != null);
+        // Given a reserve that reaches the database, whose answer never comes back
+        proxy.dropAnswers();
+        ReserveRequest r = reserve(TestDb.key("lost-" + attempt), tenMinutes);
+        Throwable failure = failureOf(() -> store.reserve(r));
+        assertThat(failure).isInstanceOf(StoreUnavailableException.class);
+        if (((StoreUnavailableException) failure).outcomeUnknown()) {
+          lost = r;
+        }
+      }
+      assertThat(lost).as("a reserve failed with an unknown outcome").isNotNull();
+      ReserveRequest theLost = lost;
+      // so its row is in the table, though nobody holds that reservation
+      assertThat(rowsWithToken(theLost)).isEqualTo(1);
+
+      // When the network heals
+      proxy.heal();
+
+      // Then the store removes that row by its token, long before the ten-minute lease ends,
+      // and the key can be reserved again
+      await().atMost(Duration.ofSeconds(30)).until(() -> rowsWithToken(theLost) == 0);
+      assertThat(store.reserve(reserve(theLost.key()))).isInstanceOf(ReserveResult.Acquired.class);
+    }
+  }
+
+  /**
+   * Counts the keys table's rows that carry the request's token (read directly, not via the store).
+   */
+  private long rowsWithToken(ReserveRequest r) throws SQLException {
+    try (Connection c = TestDb.connect(url);
+        PreparedStatement ps =
+            c.prepareStatement("SELECT COUNT(*) FROM " + prefix + "keys WHERE token = ?")) {
+      ps.setLong(1, r.token());
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
     }
   }
 

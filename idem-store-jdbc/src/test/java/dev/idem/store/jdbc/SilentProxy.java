@@ -14,8 +14,9 @@ import java.util.concurrent.CountDownLatch;
 /**
  * A TCP proxy on a free loopback port that forwards to a server until {@link #goSilent()}: from
  * then on it keeps every connection open and accepts new ones, but forwards nothing either way, as
- * a proxy or network path that stopped answering does. Closing it closes every socket and stops its
- * threads.
+ * a proxy or network path that stopped answering does. {@link #dropAnswers()} stops only the
+ * server's answers (requests still reach it), and {@link #heal()} makes new connections work again
+ * (a connection that lost bytes stays stuck). Closing it closes every socket and stops its threads.
  */
 final class SilentProxy implements AutoCloseable {
   private final ServerSocket server;
@@ -24,6 +25,7 @@ final class SilentProxy implements AutoCloseable {
   private final List<Socket> sockets = new CopyOnWriteArrayList<>();
   private final CountDownLatch closed = new CountDownLatch(1);
   private volatile boolean silent;
+  private volatile boolean answersDropped;
 
   SilentProxy(String targetHost, int targetPort) throws IOException {
     this.targetHost = targetHost;
@@ -44,6 +46,17 @@ final class SilentProxy implements AutoCloseable {
     silent = true;
   }
 
+  /** Keeps forwarding requests to the server, but none of its answers back. */
+  void dropAnswers() {
+    answersDropped = true;
+  }
+
+  /** Forwards both ways again, on connections opened from now on. */
+  void heal() {
+    silent = false;
+    answersDropped = false;
+  }
+
   private void acceptLoop() {
     while (!server.isClosed()) {
       try {
@@ -55,15 +68,15 @@ final class SilentProxy implements AutoCloseable {
         Socket upstream = new Socket();
         sockets.add(upstream);
         upstream.connect(new InetSocketAddress(targetHost, targetPort), 2_000);
-        pump(client, upstream);
-        pump(upstream, client);
+        pump(client, upstream, false);
+        pump(upstream, client, true);
       } catch (IOException e) {
         // Closed, or the server refused: the client sees its connection drop.
       }
     }
   }
 
-  private void pump(Socket from, Socket to) {
+  private void pump(Socket from, Socket to, boolean answers) {
     Thread t =
         new Thread(
             () -> {
@@ -71,7 +84,7 @@ final class SilentProxy implements AutoCloseable {
               try (InputStream in = from.getInputStream();
                   OutputStream out = to.getOutputStream()) {
                 for (int n; (n = in.read(buf)) >= 0; ) {
-                  if (silent) {
+                  if (silent || (answers && answersDropped)) {
                     closed.await(); // hold the bytes: nothing more gets through
                     return;
                   }
