@@ -228,21 +228,23 @@ final class Writer implements AutoCloseable {
   private void lead(@Nullable Pending self) {
     Pending mine = self;
     while (true) {
-      Pending next = leadOne(mine);
-      if (next == null) {
-        return;
-      }
-      if (next.thread != null) {
-        next.finish(Pending.LEAD, true);
+      int after = leadOne(mine);
+      if (after == STOP) {
         return;
       }
       if (mine != null) {
         leadInBackground();
         return;
       }
-      // Only queued steps follow: lead them too (the lead stays active).
+      // Only queued steps follow, and this thread holds the lead again: lead them too.
     }
   }
+
+  /** {@link #leadOne}: no leader is active now, or the lead went to another thread. */
+  private static final int STOP = 0;
+
+  /** {@link #leadOne}: queued steps follow and the calling thread holds the lead for them. */
+  private static final int LEAD_AGAIN = 1;
 
   /** Hands a queue of queued steps (nobody waiting in {@link #write}) to a thread of its own. */
   private void leadInBackground() {
@@ -264,11 +266,20 @@ final class Writer implements AutoCloseable {
   }
 
   /**
-   * Leads one group: writes and syncs every queued step, completes the group's writers, and returns
-   * the next group's first writer (the lead stays active for it), or null (no leader is active
-   * now).
+   * Leads one group: writes and syncs every queued step, then passes the lead on before completing
+   * the group's writers, so that the next group's write and sync overlap the completions (which
+   * answer requests, and took about as long as a sync when the leader ran them first).
+   *
+   * <p>Who leads the next group: a writer waiting in {@link #write}, if the queue holds one (it is
+   * woken to lead); else, if only queued steps follow and this group has completions to run, nobody
+   * for the moment: the lead is released, so the next writer to arrive leads, and this thread takes
+   * the lead back after its completions if nobody did ({@link #LEAD_AGAIN}). A group without
+   * completions keeps the lead for the queued steps that follow.
+   *
+   * @return {@link #LEAD_AGAIN} if the calling thread holds the lead for queued steps, else {@link
+   *     #STOP}
    */
-  private @Nullable Pending leadOne(@Nullable Pending self) {
+  private int leadOne(@Nullable Pending self) {
     ArrayList<Pending> group;
     RocksDBException error = null;
     lock.lock();
@@ -291,12 +302,14 @@ final class Writer implements AutoCloseable {
       lock.unlock();
     }
     boolean written = false;
-    Pending next;
+    boolean completions = false;
+    int after;
     try {
       for (Pending p : group) {
         if (p.step != null) {
           p.step.appendTo(groupBatch);
         }
+        completions |= p.done != null;
       }
       if (groupBatch.count() > 0) {
         // Written unsynced, then synced apart: a synced write would hold RocksDB's write queue
@@ -322,23 +335,28 @@ final class Writer implements AutoCloseable {
         // The writers the leader covered must not believe their steps were written.
         error = new RocksDBException("the group-commit leader failed before its write completed");
       }
+      Pending waiting = null;
       lock.lock();
       try {
-        next = null;
         for (Pending p : queue) {
           if (p.thread != null) {
-            next = p; // a waiting writer leads the next group, whatever its place in the queue
+            waiting = p; // a waiting writer leads the next group, whatever its place in the queue
             break;
           }
         }
-        if (next == null && !queue.isEmpty()) {
-          next = queue.get(0);
-        }
-        if (next == null) {
+        if (waiting != null) {
+          after = STOP; // the lead passes to it, still active: no writer can start a second group
+        } else if (!queue.isEmpty() && !completions) {
+          after = LEAD_AGAIN;
+        } else {
+          after = STOP;
           leaderActive = false;
-        } // else the lead passes to next, still active: no writer can start a second group
+        }
       } finally {
         lock.unlock();
+      }
+      if (waiting != null) {
+        waiting.finish(Pending.LEAD, true);
       }
       // Waiting writers first: queued steps' completions may take longer (they answer requests).
       for (Pending p : group) {
@@ -357,7 +375,37 @@ final class Writer implements AutoCloseable {
         }
       }
     }
-    return next;
+    if (completions && after == STOP) {
+      after = retakeLead();
+    }
+    return after;
+  }
+
+  /**
+   * After a group's completions ran with the lead released: takes the lead back if steps are queued
+   * and no writer took it meanwhile, so that no queued step is left without a leader.
+   */
+  private int retakeLead() {
+    lock.lock();
+    try {
+      if (leaderActive || queue.isEmpty()) {
+        return STOP;
+      }
+      leaderActive = true;
+      return LEAD_AGAIN;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** For tests only: how many steps wait in the queue for the next group. */
+  int queuedForTest() {
+    lock.lock();
+    try {
+      return queue.size();
+    } finally {
+      lock.unlock();
+    }
   }
 
   @Override

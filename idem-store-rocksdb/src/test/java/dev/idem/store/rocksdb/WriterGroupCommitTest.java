@@ -1,0 +1,180 @@
+package dev.idem.store.rocksdb;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.awaitility.Awaitility;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+
+/**
+ * The group-commit {@link Writer} with queued steps ({@link Writer#enqueue}): a leader passes the
+ * lead on before it runs its group's completions, so a slow completion (one that answers a request)
+ * does not hold back the next group, and a queued step is never left without a leader. Syncs are
+ * held by a gate ({@link Writer#beforeGroupSync}) and completions by latches, so nothing depends on
+ * timing.
+ */
+@Timeout(120)
+class WriterGroupCommitTest {
+  @TempDir Path dir;
+  private final ExecutorService threads = Executors.newCachedThreadPool();
+  private final CountDownLatch firstSyncReached = new CountDownLatch(1);
+  private final CountDownLatch openFirstSync = new CountDownLatch(1);
+  private final CountDownLatch slowCompletionRunning = new CountDownLatch(1);
+  private final CountDownLatch finishSlowCompletion = new CountDownLatch(1);
+  private RocksDB db;
+  private Writer writer;
+
+  @BeforeEach
+  void open() throws RocksDBException {
+    db = RocksDB.open(dir.toString());
+    writer = new Writer(db, Durability.GROUP_COMMIT, 0);
+    CountDownLatch once = new CountDownLatch(1);
+    writer.beforeGroupSync =
+        () -> {
+          if (once.getCount() == 0) {
+            return; // only the first group's sync is held
+          }
+          once.countDown();
+          firstSyncReached.countDown();
+          await(openFirstSync);
+        };
+  }
+
+  @AfterEach
+  void close() throws InterruptedException {
+    openFirstSync.countDown();
+    finishSlowCompletion.countDown();
+    threads.shutdown();
+    // a leader may still be writing: the database is closed only after every thread is done
+    assertThat(threads.awaitTermination(60, TimeUnit.SECONDS)).isTrue();
+    writer.close();
+    db.close();
+  }
+
+  @Test
+  void aSlowCompletionDoesNotHoldBackTheNextGroup() throws Exception {
+    // given: a leader whose group's completion is slow, with a step queued behind its sync
+    Future<?> first = leadInThread(step("a"), error -> slow());
+    assertThat(firstSyncReached.await(30, TimeUnit.SECONDS)).isTrue();
+    CountDownLatch queuedDone = new CountDownLatch(1);
+    assertThat(writer.enqueue(step("b"), false, error -> queuedDone.countDown()))
+        .as("a leader is active")
+        .isFalse();
+    openFirstSync.countDown();
+    assertThat(slowCompletionRunning.await(30, TimeUnit.SECONDS)).isTrue();
+
+    // when: another step arrives while that completion runs
+    CountDownLatch arrivedDone = new CountDownLatch(1);
+    boolean leads = writer.enqueue(step("c"), false, error -> arrivedDone.countDown());
+
+    // then: it leads the next group itself, and both queued steps are written and completed
+    // while the first group's completion still runs
+    assertThat(leads).as("the lead was released for the completions").isTrue();
+    writer.leadQueued();
+    assertThat(queuedDone.await(30, TimeUnit.SECONDS)).isTrue();
+    assertThat(arrivedDone.getCount()).isZero();
+    assertThat(first).isNotDone();
+    assertThat(db.get(bytes("b"))).isNotNull();
+    assertThat(db.get(bytes("c"))).isNotNull();
+
+    finishSlowCompletion.countDown();
+    first.get(30, TimeUnit.SECONDS);
+  }
+
+  @Test
+  void aQueuedStepNobodyLeadsIsLedByTheLeaderAfterItsCompletions() throws Exception {
+    // given: a leader whose group's completion is slow, with a step queued behind its sync
+    Future<?> first = leadInThread(step("a"), error -> slow());
+    assertThat(firstSyncReached.await(30, TimeUnit.SECONDS)).isTrue();
+    CountDownLatch queuedDone = new CountDownLatch(1);
+    assertThat(writer.enqueue(step("b"), false, error -> queuedDone.countDown())).isFalse();
+    openFirstSync.countDown();
+    assertThat(slowCompletionRunning.await(30, TimeUnit.SECONDS)).isTrue();
+
+    // when: no other step arrives, and the completion ends
+    finishSlowCompletion.countDown();
+
+    // then: the first leader takes the lead back and writes the queued step
+    first.get(30, TimeUnit.SECONDS);
+    assertThat(queuedDone.getCount()).isZero();
+    assertThat(db.get(bytes("b"))).isNotNull();
+    // and no leader is left active: the next step leads itself
+    CountDownLatch nextDone = new CountDownLatch(1);
+    assertThat(writer.enqueue(step("d"), false, error -> nextDone.countDown())).isTrue();
+    writer.leadQueued();
+    assertThat(nextDone.getCount()).isZero();
+  }
+
+  @Test
+  void aSynchronousWriteWaitingBehindTheGroupLeadsTheNextOneWhileTheCompletionsRun()
+      throws Exception {
+    Future<?> first = leadInThread(step("a"), error -> slow());
+    assertThat(firstSyncReached.await(30, TimeUnit.SECONDS)).isTrue();
+    Future<?> sync = threads.submit(() -> writeNow(step("s")));
+    // the synchronous writer is queued before the gate opens (it waits for the active leader)
+    Awaitility.await().until(() -> writer.queuedForTest() == 1);
+    openFirstSync.countDown();
+
+    sync.get(30, TimeUnit.SECONDS);
+    assertThat(first).isNotDone();
+    assertThat(db.get(bytes("s"))).isNotNull();
+    finishSlowCompletion.countDown();
+    first.get(30, TimeUnit.SECONDS);
+  }
+
+  private Future<?> leadInThread(Mutations step, Consumer<@Nullable RocksDBException> done) {
+    return threads.submit(
+        () -> {
+          if (writer.enqueue(step, false, done)) {
+            writer.leadQueued();
+          }
+        });
+  }
+
+  private void writeNow(Mutations step) {
+    try {
+      writer.write(step, false);
+    } catch (RocksDBException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private void slow() {
+    slowCompletionRunning.countDown();
+    await(finishSlowCompletion);
+  }
+
+  private Mutations step(String key) {
+    Mutations m = new Mutations();
+    m.put(db.getDefaultColumnFamily(), bytes(key), bytes("v"));
+    return m;
+  }
+
+  private static byte[] bytes(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static void await(CountDownLatch latch) {
+    try {
+      if (!latch.await(60, TimeUnit.SECONDS)) {
+        throw new IllegalStateException("a latch of the test never opened");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}
