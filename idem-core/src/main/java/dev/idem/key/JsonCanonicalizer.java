@@ -687,13 +687,22 @@ final class JsonCanonicalizer {
         && (exponent >= 0
             ? exponent >= JsonNumbers.PLAIN_DIGITS && exponent <= JsonNumbers.MAX_EXPONENT
             : exponent <= -7 && exponent >= JsonNumbers.MIN_EXPONENT)
-        && (fracStart == fracEnd || in[fracEnd - 1] != '0')
-        && in[fracEnd] == 'e'
-        && in[fracEnd + 1] == (exponent < 0 ? '-' : '+')
-        && in[fracEnd + 2] != '0') {
-      // D[.ddd]e±x already as ECMAScript writes it (e.g. JavaScript's 1e+21, 6.02214076e+23,
-      // 1.5e-7): no trailing fraction zero, a lowercase e, a sign, no leading exponent zero, and a
-      // magnitude outside plain notation's range. It stays in the run.
+        && (fracStart == fracEnd || in[fracEnd - 1] != '0')) {
+      // D[.ddd]e±x with no trailing fraction zero and a magnitude outside plain notation's range:
+      // ECMAScript writes its mantissa as it is, so only the exponent may need a rewrite.
+      if (in[fracEnd] == 'e'
+          && in[fracEnd + 1] == (exponent < 0 ? '-' : '+')
+          && in[fracEnd + 2] != '0') {
+        // Already as ECMAScript writes it (e.g. JavaScript's 1e+21, 6.02214076e+23, 1.5e-7): a
+        // lowercase e, a sign, no leading exponent zero. It stays in the run.
+        return;
+      }
+      // E.g. 6.02214076e23, 7E-10, 1e021: the mantissa stays in the run, the exponent is written
+      // (never longer than e-324).
+      flush(fracEnd);
+      ensure(outLen + 5 + (end - p) + 64);
+      outLen = writeExponent(out, outLen, (int) exponent);
+      runStart = p;
       return;
     }
     flush(s);
@@ -719,6 +728,21 @@ final class JsonCanonicalizer {
     }
     outLen = o;
     runStart = p;
+  }
+
+  /** Writes {@code e±x} ({@code x} without leading zeros) at {@code out[o]}; returns the end. */
+  private static int writeExponent(byte[] out, int o, int exponent) {
+    out[o++] = 'e';
+    out[o++] = (byte) (exponent < 0 ? '-' : '+');
+    int e = Math.abs(exponent);
+    if (e >= 100) {
+      out[o++] = (byte) ('0' + e / 100);
+    }
+    if (e >= 10) {
+      out[o++] = (byte) ('0' + (e / 10) % 10);
+    }
+    out[o++] = (byte) ('0' + e % 10);
+    return o;
   }
 
   private NumberOutOfRangeException outOfRange(int s, int p) {
