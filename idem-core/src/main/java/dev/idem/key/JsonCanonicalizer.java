@@ -936,56 +936,75 @@ final class JsonCanonicalizer {
     int regionEnd = members[memberTop - 1];
     int length = regionEnd - regionStart;
     byte[] src;
+    byte[] dst;
     int shift; // member m is at src[members[m] - shift]
     if (regionStart >= outLen) {
       // Nothing in the object was rewritten, so it is all still in the pending run: gather its
       // members from the input straight into the output, with no copy of the object before.
       flush(runStart + (regionStart - outLen));
       src = in;
+      dst = out;
       shift = outLen - runStart;
     } else {
       flush(pos);
-      if (scratch.length < length + 32) {
-        scratch = new byte[Math.max(length + 32, scratch.length * 2)];
+      if (regionStart <= length) {
+        // Gather from the output into the scratch buffer, which then becomes the output: one
+        // copy of the bytes before the object (no more than the object) instead of a copy of the
+        // whole object.
+        dst = scratch.length < out.length ? new byte[out.length] : scratch;
+        System.arraycopy(out, 0, dst, 0, regionStart);
+        src = out;
+        shift = 0;
+      } else {
+        if (scratch.length < length + 32) {
+          scratch = new byte[Math.max(length + 32, scratch.length * 2)];
+        }
+        System.arraycopy(out, regionStart, scratch, 0, length);
+        src = scratch;
+        dst = out;
+        shift = regionStart;
       }
-      System.arraycopy(out, regionStart, scratch, 0, length);
-      src = scratch;
-      shift = regionStart;
     }
-    byte[] out = this.out;
+    // Bytes past the object in dst are free (not output yet) unless dst is the output with the
+    // object still copied in it.
+    int dstEnd = src == scratch ? regionEnd : dst.length;
     int srcEnd = src.length;
     int w = regionStart;
     for (int i = 0; i < n; i++) {
       int m = order[i];
       int from = members[m] - shift;
       int len = members[m + 2] - members[m];
-      // A short member, not the last one: eight bytes at a time (cheaper than arraycopy at this
-      // size). The bytes written past it are rewritten by the comma and the next members.
-      if (len <= 16 && w + 16 <= regionEnd && from + 16 <= srcEnd) {
-        LONGS.set(out, w, (long) LONGS.get(src, from));
-        LONGS.set(out, w + 8, (long) LONGS.get(src, from + 8));
-      } else if (len <= 32 && w + 32 <= regionEnd && from + 32 <= srcEnd) {
+      // A short member: eight bytes at a time (cheaper than arraycopy at this size). The bytes
+      // written past it are rewritten by the comma and the next members, or are past the output.
+      if (len <= 16 && w + 16 <= dstEnd && from + 16 <= srcEnd) {
+        LONGS.set(dst, w, (long) LONGS.get(src, from));
+        LONGS.set(dst, w + 8, (long) LONGS.get(src, from + 8));
+      } else if (len <= 32 && w + 32 <= dstEnd && from + 32 <= srcEnd) {
         // Most members: four words whatever the length, no loop to mispredict.
-        LONGS.set(out, w, (long) LONGS.get(src, from));
-        LONGS.set(out, w + 8, (long) LONGS.get(src, from + 8));
-        LONGS.set(out, w + 16, (long) LONGS.get(src, from + 16));
-        LONGS.set(out, w + 24, (long) LONGS.get(src, from + 24));
-      } else if (len <= 64 && w + len + 8 <= regionEnd && from + 64 <= srcEnd) {
+        LONGS.set(dst, w, (long) LONGS.get(src, from));
+        LONGS.set(dst, w + 8, (long) LONGS.get(src, from + 8));
+        LONGS.set(dst, w + 16, (long) LONGS.get(src, from + 16));
+        LONGS.set(dst, w + 24, (long) LONGS.get(src, from + 24));
+      } else if (len <= 64 && w + len + 8 <= dstEnd && from + 64 <= srcEnd) {
         for (int k = 0; k < len; k += 8) {
-          LONGS.set(out, w + k, (long) LONGS.get(src, from + k));
+          LONGS.set(dst, w + k, (long) LONGS.get(src, from + k));
         }
       } else {
-        System.arraycopy(src, from, out, w, len);
+        System.arraycopy(src, from, dst, w, len);
       }
       w += len;
       if (i < n - 1) {
-        out[w++] = ',';
+        dst[w++] = ',';
       }
     }
-    if (src == in) {
-      out[regionEnd] = '}';
+    if (src != scratch) {
+      dst[regionEnd] = '}';
       outLen = regionEnd + 1;
       runStart = pos;
+      if (dst != out) {
+        scratch = out;
+        out = dst;
+      }
     }
   }
 

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -85,6 +86,51 @@ class CanonicalizerShapesTest {
     "~",
     ""
   };
+
+  /**
+   * Objects with rewritten numbers at every depth and behind text of every length: the object is
+   * then permuted out of the output, into the spare buffer when the text before it is no longer
+   * than it, in place otherwise.
+   */
+  @Test
+  void objectsWithRewritesSortBehindTextOfAnyLength() {
+    SplittableRandom r = new SplittableRandom(5);
+    for (int round = 0; round < 2000; round++) {
+      int before = r.nextInt(3) == 0 ? r.nextInt(200) : r.nextInt(12);
+      String pad = "p".repeat(before);
+      List<String> names = new ArrayList<>();
+      for (int i = 0, n = 2 + r.nextInt(10); i < n; i++) {
+        names.add("k" + (n - i) + "x".repeat(r.nextInt(30)));
+      }
+      List<String> values = new ArrayList<>();
+      List<String> canonicalValues = new ArrayList<>();
+      for (int i = 0; i < names.size(); i++) {
+        BigDecimal d = BigDecimal.valueOf(r.nextInt(-999, 999), r.nextInt(0, 3));
+        String trailingZero = d.toPlainString() + (d.scale() > 0 ? "0" : ".0");
+        values.add(r.nextBoolean() ? trailingZero : d.toString().replace("E", "e"));
+        canonicalValues.add(ExactNumberOracle.canonical(d));
+      }
+      String inner = object(names, values);
+      String innerWant = sorted(names, canonicalValues);
+      String json;
+      String want;
+      switch (r.nextInt(3)) {
+        case 0 -> {
+          json = "[" + quoted(pad) + "," + inner + "]";
+          want = "[" + quoted(pad) + "," + innerWant + "]";
+        }
+        case 1 -> {
+          json = "{\"a\":" + quoted(pad) + ",\"b\":" + inner + ",\"c\":1.50}";
+          want = "{\"a\":" + quoted(pad) + ",\"b\":" + innerWant + ",\"c\":1.5}";
+        }
+        default -> {
+          json = "{\"z\":" + inner + ",\"a\":[" + inner + "," + quoted(pad) + "]}";
+          want = "{\"a\":[" + innerWant + "," + quoted(pad) + "],\"z\":" + innerWant + "}";
+        }
+      }
+      assertThat(canonical(json)).as(json).isEqualTo(want);
+    }
+  }
 
   /**
    * Numbers {@code D[.ddd]e±x} outside plain notation's range, whose mantissa stays as written and
