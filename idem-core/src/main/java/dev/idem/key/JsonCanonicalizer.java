@@ -25,13 +25,22 @@ import java.util.Arrays;
  * end) plus an 8-byte name prefix for cheap comparisons. When the object closes, its members are
  * sorted by name and, only if they were out of order, the object's bytes are permuted through a
  * scratch buffer. Nested objects are sorted before their parents, so a permutation moves bytes that
- * are already canonical.
+ * are already canonical. A few sorted orders are kept, by the objects' name prefixes: an object
+ * whose names come as those of one sorted before (the same sender's schema, typically) takes that
+ * order without a sort.
  */
 final class JsonCanonicalizer {
   /** Buffers larger than this are dropped after use, so one huge body does not pin memory. */
   private static final int MAX_RETAINED = 1 << 18;
 
   private static final int INITIAL = 1024;
+
+  /** How many member orders {@link #sortByPrefix} keeps, one per slot (see {@link #shapeSlot}). */
+  private static final int SHAPES = 8;
+
+  /** The widest object whose member order is kept. */
+  private static final int MAX_SHAPE = 128;
+
   private static final byte[] NO_INPUT = new byte[0];
   private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] TRUE = {'t', 'r', 'u', 'e'};
@@ -110,6 +119,19 @@ final class JsonCanonicalizer {
   private long[] keys = new long[32];
   private long[] keysTmp = new long[32];
   private byte[] scratch = new byte[INITIAL];
+
+  /**
+   * Per slot, the prefixes (see {@link #prefixes}) of the members of the last unsorted object
+   * sorted there without ties, {@link #shapeSize} of them; null or size 0 if none.
+   */
+  private final long[][] shapePrefixes = new long[SHAPES][];
+
+  /** Per slot: the sorted order of that object, as member offsets from its first member. */
+  private final int[][] shapeOrder = new int[SHAPES][];
+
+  /** Per slot: how many members that object has (0: none kept). */
+  private final int[] shapeSize = new int[SHAPES];
+
   private final JsonNumbers numbers = new JsonNumbers();
   private final MessageDigest sha = Sha256Words.newDigest();
 
@@ -1011,13 +1033,27 @@ final class JsonCanonicalizer {
   /**
    * The common case: an object whose names all start with plain ASCII sorts by their 8-byte
    * prefixes, each with the member's index in its low byte (a sort of plain longs, no second
-   * array); members whose keys tie are then ordered by their whole names. Fills {@link #order} (or
-   * sets {@code order[0] = -1} if the members are already in order) and returns true, or returns
-   * false if the general sort is needed.
+   * array); members whose keys tie are then ordered by their whole names. An order without ties
+   * depends on the prefixes only, so it is kept for the next object with the same prefixes in the
+   * same order. Fills {@link #order} (or sets {@code order[0] = -1} if the members are already in
+   * order) and returns true, or returns false if the general sort is needed.
    */
   private boolean sortByPrefix(int base, int n) {
-    long[] keys = this.keys;
     int first = base / 3;
+    int slot = shapeSlot(first, n);
+    if (n <= MAX_SHAPE
+        && shapeSize[slot] == n
+        && Arrays.equals(prefixes, first, first + n, shapePrefixes[slot], 0, n)) {
+      // The names of the object sorted last in this slot, in the same order (a sender's schema):
+      // its order, with no sort. Cached orders have no ties, so they depend on the prefixes only.
+      int[] cached = shapeOrder[slot];
+      int[] order = this.order;
+      for (int i = 0; i < n; i++) {
+        order[i] = base + cached[i];
+      }
+      return true;
+    }
+    long[] keys = this.keys;
     // Every prefix byte is below 0x80, so a prefix is a non-negative long whose signed order is
     // the names' order. Its low byte (more bits for a wider object) is replaced by the member's
     // index: keys sort as the prefixes' first seven bytes, and members whose keys tie there are
@@ -1049,12 +1085,14 @@ final class JsonCanonicalizer {
     }
     int[] order = this.order;
     int tieStart = 0;
+    boolean tied = false;
     for (int i = 0; i < n; i++) {
       order[i] = base + 3 * (int) (keys[i] & indexMask);
       if (i > 0 && ((keys[i] ^ keys[i - 1]) & ~indexMask) != 0) {
         if (i - tieStart > 1) {
           flush(pos); // a shared prefix: compare the whole names, in the output
           mergeSort(order, orderTmp, tieStart, i);
+          tied = true;
         }
         tieStart = i;
       }
@@ -1062,8 +1100,35 @@ final class JsonCanonicalizer {
     if (n - tieStart > 1) {
       flush(pos);
       mergeSort(order, orderTmp, tieStart, n);
+      tied = true;
+    }
+    if (!tied && n <= MAX_SHAPE) {
+      remember(slot, first, base, n);
     }
     return true;
+  }
+
+  /** The slot of {@link #shapePrefixes} for the {@code n} prefixes at {@code prefixes[first]}. */
+  private int shapeSlot(int first, int n) {
+    long h = (prefixes[first] ^ (prefixes[first + n - 1] >>> 8)) + n;
+    h *= 0x9E3779B97F4A7C15L;
+    return (int) (h >>> 61); // SHAPES == 8
+  }
+
+  /** Keeps the order just computed (no ties) for the next object with the same prefixes. */
+  private void remember(int slot, int first, int base, int n) {
+    long[] cachedPrefixes = shapePrefixes[slot];
+    if (cachedPrefixes == null || cachedPrefixes.length < n) {
+      cachedPrefixes = new long[Math.max(n, 16)];
+      shapePrefixes[slot] = cachedPrefixes;
+      shapeOrder[slot] = new int[cachedPrefixes.length];
+    }
+    System.arraycopy(prefixes, first, cachedPrefixes, 0, n);
+    int[] cachedOrder = shapeOrder[slot];
+    for (int i = 0; i < n; i++) {
+      cachedOrder[i] = order[i] - base;
+    }
+    shapeSize[slot] = n;
   }
 
   private static void insertionSort(long[] a, int from, int to) {

@@ -88,6 +88,89 @@ class CanonicalizerShapesTest {
   };
 
   /**
+   * Objects drawn from a few fixed shapes (the same names in the same order), more shapes than the
+   * canonicalizer keeps and in random turns, with fresh number spellings each time: every one is
+   * sorted as if seen for the first time. Names that share seven bytes force the comparison of
+   * whole names, which an order kept from another object must not skip.
+   */
+  @Test
+  void objectsOfRepeatedShapesSortAsIfSeenFirst() {
+    SplittableRandom r = new SplittableRandom(81);
+    List<List<String>> shapes = new ArrayList<>();
+    for (int s = 0; s < 24; s++) {
+      List<String> names = new ArrayList<>();
+      int width = 2 + r.nextInt(s < 12 ? 8 : 140); // some beyond the widest order kept (128)
+      while (names.size() < width) {
+        String name =
+            r.nextInt(3) == 0 ? NAMES[r.nextInt(NAMES.length)] : "m" + r.nextInt(10 * width);
+        if (!names.contains(name)) {
+          names.add(name);
+        }
+      }
+      shapes.add(names);
+    }
+    for (int round = 0; round < 3000; round++) {
+      List<String> names = shapes.get(r.nextInt(shapes.size()));
+      List<String> values = new ArrayList<>();
+      List<String> canonicalValues = new ArrayList<>();
+      for (int i = 0; i < names.size(); i++) {
+        BigDecimal d = randomNumber(r);
+        if (!ExactNumberOracle.inRange(d)) {
+          d = BigDecimal.ONE;
+        }
+        values.add(JsonModel.spellNumber(d, r));
+        canonicalValues.add(ExactNumberOracle.canonical(d));
+      }
+      String json = object(names, values);
+      assertThat(canonical(json)).as(json).isEqualTo(sorted(names, canonicalValues));
+    }
+  }
+
+  /**
+   * Two shapes whose names have the same eight-byte prefixes in the same order, but differ after
+   * them: an order depends on the first seven bytes only, so both sort right in turn; where names
+   * share seven bytes, each object compares them whole.
+   */
+  @Test
+  void shapesThatAgreeOnPrefixesSortByTheirOwnNames() {
+    List<List<String>> shapes =
+        List.of(
+            List.of("zzzzzzzzA", "mmmmmmmmB", "aaaaaaaaC", "q"),
+            List.of("zzzzzzzzC", "mmmmmmmmA", "aaaaaaaaB", "q"),
+            List.of("abcdefgY", "abcdefgX", "q", "a"),
+            List.of("abcdefgX", "abcdefgY", "q", "a"),
+            List.of("abcdefghB", "abcdefghA", "q", "a"),
+            List.of("abcdefghA", "abcdefghB", "q", "a"));
+    List<String> values = List.of("1.0", "2e0", "3", "40E-1");
+    List<String> canonicalValues = List.of("1", "2", "3", "4");
+    for (int round = 0; round < 6; round++) {
+      for (List<String> names : shapes) {
+        String json = object(names, values);
+        assertThat(canonical(json)).as(json).isEqualTo(sorted(names, canonicalValues));
+      }
+    }
+  }
+
+  /** A duplicate is found in an object shaped like one sorted before but for the duplicate. */
+  @Test
+  void aDuplicateIsFoundInAShapeSeenBefore() {
+    String seen = "{\"b\":1,\"a\":2,\"c\":3,\"n10\":4,\"n2\":5}";
+    assertThat(canonical(seen)).isEqualTo("{\"a\":2,\"b\":1,\"c\":3,\"n10\":4,\"n2\":5}");
+    assertThat(canonical(seen)).isEqualTo("{\"a\":2,\"b\":1,\"c\":3,\"n10\":4,\"n2\":5}");
+    for (String duplicated :
+        List.of(
+            "{\"b\":1,\"a\":2,\"a\":3,\"n10\":4,\"n2\":5}",
+            "{\"b\":1,\"a\":2,\"c\":3,\"n10\":4,\"b\":5}",
+            "{\"b\":1,\"a\":2,\"c\":3,\"n2\":4,\"n2\":5}")) {
+      assertThatThrownBy(() -> canonical(duplicated))
+          .as(duplicated)
+          .isInstanceOf(InvalidJsonException.class)
+          .hasMessageContaining("duplicate member name");
+    }
+    assertThat(canonical(seen)).isEqualTo("{\"a\":2,\"b\":1,\"c\":3,\"n10\":4,\"n2\":5}");
+  }
+
+  /**
    * Objects with rewritten numbers at every depth and behind text of every length: the object is
    * then permuted out of the output, into the spare buffer when the text before it is no longer
    * than it, in place otherwise.
