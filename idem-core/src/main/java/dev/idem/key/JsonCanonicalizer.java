@@ -629,17 +629,55 @@ final class JsonCanonicalizer {
         throw error("a number needs a digit after '.'");
       }
     }
-    if ((p >= end || (in[p] | 0x20) != 'e')
-        && in[intStart] != '0'
-        && intEnd - intStart <= JsonNumbers.PLAIN_DIGITS
-        && (p == intEnd || in[p - 1] != '0')) {
-      pos = p;
-      if (p - s > numberReach) {
-        numberReach = p - s;
+    if (p >= end || (in[p] | 0x20) != 'e') {
+      if (in[intStart] != '0'
+          && intEnd - intStart <= JsonNumbers.PLAIN_DIGITS
+          && (p == intEnd || in[p - 1] != '0')) {
+        pos = p;
+        if (p - s > numberReach) {
+          numberReach = p - s;
+        }
+        return;
       }
+      decimal(s, negative, intStart, intEnd, p);
       return;
     }
     number(s, negative, intStart, intEnd, p == intEnd ? p : intEnd + 1, p);
+  }
+
+  /**
+   * Reads the rest of a number without exponent that is not canonical as written, or that starts
+   * with 0: most are canonical once their trailing fraction zeros are cut (and a bare {@code '.'}),
+   * which needs no copy (e.g. -12.50 -> -12.5, 7.000 -> 7, 0.10 -> 0.1); -0 is 0; the others go on
+   * in {@link #number(int, boolean, int, int, int, int)}.
+   */
+  private void decimal(int s, boolean negative, int intStart, int intEnd, int fracEnd) {
+    if (intEnd - intStart <= JsonNumbers.PLAIN_DIGITS) {
+      int p = fracEnd;
+      int fracStart = p == intEnd ? p : intEnd + 1;
+      int cut;
+      if (fracStart == p) {
+        if (negative && intEnd - intStart == 1 && in[intStart] == '0') {
+          cut = -1; // -0
+        } else {
+          cut = p; // an integer: canonical as written
+        }
+      } else {
+        cut = plainDecimalCut(in, intStart, intEnd, fracStart, p);
+      }
+      if (cut > 0) {
+        pos = p;
+        if (p - s > numberReach) {
+          numberReach = p - s;
+        }
+        if (cut != p) {
+          flush(cut);
+          runStart = p;
+        }
+        return;
+      }
+    }
+    number(s, negative, intStart, intEnd, fracEnd == intEnd ? fracEnd : intEnd + 1, fracEnd);
   }
 
   /**

@@ -250,4 +250,58 @@ class CanonicalizerShapesTest {
     assertThatThrownBy(() -> canonical("[1e309]")).isInstanceOf(NumberOutOfRangeException.class);
     assertThatThrownBy(() -> canonical("[1E-325]")).isInstanceOf(NumberOutOfRangeException.class);
   }
+
+  /**
+   * Numbers without exponent that are not canonical as written or start with 0 (cut trailing
+   * fraction zeros, zeros of every sign, {@code 0.0000001} and beyond, 21 and 22 integer digits),
+   * at every offset of the input and at its very end.
+   */
+  @Test
+  void decimalsAreCutOrRewrittenAtAnyOffset() {
+    String[] texts = {
+      "-12.50",
+      "0.10",
+      "7.000",
+      "7.0",
+      "0.000012300",
+      "-0",
+      "0",
+      "-0.0",
+      "0.000",
+      "0.0000001",
+      "0.00000010",
+      "0.000001",
+      "-0.0000010",
+      "0.5",
+      "-98765.4321000",
+      "100.00",
+      "123456789012345678901.50",
+      "123456789012345678901",
+      "1234567890123456789012",
+      "1234567890123456789012.0",
+      "-1234567890123456789012.500"
+    };
+    for (String text : texts) {
+      String want = ExactNumberOracle.canonical(new BigDecimal(text));
+      for (int offset = 0; offset < 10; offset++) {
+        String pad = "x".repeat(offset);
+        assertThat(canonical("[" + quoted(pad) + "," + text + "]"))
+            .as(text)
+            .isEqualTo("[" + quoted(pad) + "," + want + "]");
+        assertThat(canonical("{\"" + pad + "\":" + text + ",\"a\":" + text + "}"))
+            .as(text)
+            .isEqualTo(
+                offset == 0
+                    ? "{\"\":" + want + ",\"a\":" + want + "}"
+                    : "{\"a\":" + want + ",\"" + pad + "\":" + want + "}");
+      }
+      assertThat(canonical(text)).as(text).isEqualTo(want);
+      assertThat(canonical(" " + text + " ")).as(text).isEqualTo(want);
+    }
+    for (String invalid : new String[] {"[-]", "[1.]", "[01]", "[-01.5]", "[1.5.]", "[.5]"}) {
+      assertThatThrownBy(() -> canonical(invalid))
+          .as(invalid)
+          .isInstanceOf(InvalidJsonException.class);
+    }
+  }
 }
