@@ -115,6 +115,14 @@ final class JsonCanonicalizer {
   private int objectStart;
 
   private int[] order = new int[32];
+
+  /**
+   * The sorted order of the object being sorted: its members are {@code permutationBase +
+   * permutation[i]}, {@code permutation} being {@link #order} (base 0) or a kept order.
+   */
+  private int[] permutation = order;
+
+  private int permutationBase;
   private int[] orderTmp = new int[32];
   private long[] keys = new long[32];
   private long[] keysTmp = new long[32];
@@ -226,6 +234,7 @@ final class JsonCanonicalizer {
       members = new int[3 * 32];
       prefixes = new long[32];
       order = new int[32];
+      permutation = order;
       orderTmp = new int[32];
       keys = new long[32];
       keysTmp = new long[32];
@@ -973,6 +982,8 @@ final class JsonCanonicalizer {
       keysTmp = new long[order.length];
     }
     if (!sortByPrefix(base, n)) {
+      permutation = order;
+      permutationBase = 0;
       flush(pos); // the general comparison reads names from the output
       boolean sorted = true;
       for (int i = 1; i < n; i++) {
@@ -989,7 +1000,7 @@ final class JsonCanonicalizer {
       }
       // Any two equal names are compared somewhere in the sort, so compareMembers sees them.
       mergeSort(order, orderTmp, 0, n);
-    } else if (order[0] == -1) {
+    } else if (permutation[0] == -1) {
       return; // already in order
     }
     int regionStart = members[base];
@@ -1029,9 +1040,11 @@ final class JsonCanonicalizer {
     // object still copied in it.
     int dstEnd = src == scratch ? regionEnd : dst.length;
     int srcEnd = src.length;
+    int[] permutation = this.permutation;
+    int permutationBase = this.permutationBase;
     int w = regionStart;
     for (int i = 0; i < n; i++) {
-      int m = order[i];
+      int m = permutationBase + permutation[i];
       int from = members[m] - shift;
       int len = members[m + 2] - members[m];
       // A short member: eight bytes at a time (cheaper than arraycopy at this size). The bytes
@@ -1073,8 +1086,8 @@ final class JsonCanonicalizer {
    * prefixes, each with the member's index in its low byte (a sort of plain longs, no second
    * array); members whose keys tie are then ordered by their whole names. An order without ties
    * depends on the prefixes only, so it is kept for the next object with the same prefixes in the
-   * same order. Fills {@link #order} (or sets {@code order[0] = -1} if the members are already in
-   * order) and returns true, or returns false if the general sort is needed.
+   * same order. Sets {@link #permutation} (to {@link #order} with {@code order[0] = -1} if the
+   * members are already in order) and returns true, or returns false if the general sort is needed.
    */
   private boolean sortByPrefix(int base, int n) {
     int first = base / 3;
@@ -1084,13 +1097,12 @@ final class JsonCanonicalizer {
         && Arrays.equals(prefixes, first, first + n, shapePrefixes[slot], 0, n)) {
       // The names of the object sorted last in this slot, in the same order (a sender's schema):
       // its order, with no sort. Cached orders have no ties, so they depend on the prefixes only.
-      int[] cached = shapeOrder[slot];
-      int[] order = this.order;
-      for (int i = 0; i < n; i++) {
-        order[i] = base + cached[i];
-      }
+      permutation = shapeOrder[slot];
+      permutationBase = base;
       return true;
     }
+    permutation = order;
+    permutationBase = 0;
     long[] keys = this.keys;
     // Every prefix byte is below 0x80, so a prefix is a non-negative long whose signed order is
     // the names' order. Its low byte (more bits for a wider object) is replaced by the member's
