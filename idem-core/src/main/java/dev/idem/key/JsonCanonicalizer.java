@@ -36,7 +36,9 @@ final class JsonCanonicalizer {
   private static final int INITIAL = 1024;
 
   /** How many member orders {@link #sortByPrefix} keeps, one per slot (see {@link #shapeSlot}). */
-  private static final int SHAPES = 8;
+  private static final int SHAPE_BITS = 4;
+
+  private static final int SHAPES = 1 << SHAPE_BITS;
 
   /** The widest object whose member order is kept. */
   private static final int MAX_SHAPE = 128;
@@ -130,7 +132,7 @@ final class JsonCanonicalizer {
 
   /**
    * Per slot, the prefixes (see {@link #prefixes}) of the members of the last unsorted object
-   * sorted there without ties, {@link #shapeSize} of them; null or size 0 if none.
+   * sorted there by prefix, {@link #shapeSize} of them; null or size 0 if none.
    */
   private final long[][] shapePrefixes = new long[SHAPES][];
 
@@ -139,6 +141,17 @@ final class JsonCanonicalizer {
 
   /** Per slot: how many members that object has (0: none kept). */
   private final int[] shapeSize = new int[SHAPES];
+
+  /**
+   * Per slot: the positions in that order of the members whose prefixes tie with the one before
+   * (names sharing seven bytes), {@link #shapeTieCount} of them, to compare whole names again.
+   */
+  private final int[][] shapeTies = new int[SHAPES][];
+
+  private final int[] shapeTieCount = new int[SHAPES];
+
+  /** The tie positions of the order being computed (see {@link #shapeTies}). */
+  private int[] tiePositions = new int[32];
 
   private final JsonNumbers numbers = new JsonNumbers();
   private final MessageDigest sha = Sha256Words.newDigest();
@@ -236,6 +249,7 @@ final class JsonCanonicalizer {
       order = new int[32];
       permutation = order;
       orderTmp = new int[32];
+      tiePositions = new int[32];
       keys = new long[32];
       keysTmp = new long[32];
     }
@@ -978,6 +992,7 @@ final class JsonCanonicalizer {
     if (order.length < n) {
       order = new int[Math.max(n, order.length * 2)];
       orderTmp = new int[order.length];
+      tiePositions = new int[order.length];
       keys = new long[order.length];
       keysTmp = new long[order.length];
     }
@@ -1084,10 +1099,11 @@ final class JsonCanonicalizer {
   /**
    * The common case: an object whose names all start with plain ASCII sorts by their 8-byte
    * prefixes, each with the member's index in its low byte (a sort of plain longs, no second
-   * array); members whose keys tie are then ordered by their whole names. An order without ties
-   * depends on the prefixes only, so it is kept for the next object with the same prefixes in the
-   * same order. Sets {@link #permutation} (to {@link #order} with {@code order[0] = -1} if the
-   * members are already in order) and returns true, or returns false if the general sort is needed.
+   * array); members whose keys tie are then ordered by their whole names. The order is kept for the
+   * next object with the same prefixes in the same order, which takes it once its tied members (if
+   * any) compare in order. Sets {@link #permutation} (to {@link #order} with {@code order[0] = -1}
+   * if the members are already in order) and returns true, or returns false if the general sort is
+   * needed.
    */
   private boolean sortByPrefix(int base, int n) {
     int first = base / 3;
@@ -1096,10 +1112,14 @@ final class JsonCanonicalizer {
         && shapeSize[slot] == n
         && Arrays.equals(prefixes, first, first + n, shapePrefixes[slot], 0, n)) {
       // The names of the object sorted last in this slot, in the same order (a sender's schema):
-      // its order, with no sort. Cached orders have no ties, so they depend on the prefixes only.
-      permutation = shapeOrder[slot];
-      permutationBase = base;
-      return true;
+      // its order, with no sort, once the members whose prefixes tie are checked to be in order.
+      int[] cached = shapeOrder[slot];
+      int ties = shapeTieCount[slot];
+      if (ties == 0 || tiesInOrder(cached, shapeTies[slot], ties, base)) {
+        permutation = cached;
+        permutationBase = base;
+        return true;
+      }
     }
     permutation = order;
     permutationBase = 0;
@@ -1134,15 +1154,18 @@ final class JsonCanonicalizer {
       mergeSort(keys, keysTmp, 0, n);
     }
     int[] order = this.order;
+    int[] tiePositions = this.tiePositions;
+    int ties = 0;
     int tieStart = 0;
-    boolean tied = false;
     for (int i = 0; i < n; i++) {
       order[i] = base + 3 * (int) (keys[i] & indexMask);
       if (i > 0 && ((keys[i] ^ keys[i - 1]) & ~indexMask) != 0) {
         if (i - tieStart > 1) {
           flush(pos); // a shared prefix: compare the whole names, in the output
           mergeSort(order, orderTmp, tieStart, i);
-          tied = true;
+          for (int t = tieStart + 1; t < i; t++) {
+            tiePositions[ties++] = t;
+          }
         }
         tieStart = i;
       }
@@ -1150,10 +1173,28 @@ final class JsonCanonicalizer {
     if (n - tieStart > 1) {
       flush(pos);
       mergeSort(order, orderTmp, tieStart, n);
-      tied = true;
+      for (int t = tieStart + 1; t < n; t++) {
+        tiePositions[ties++] = t;
+      }
     }
-    if (!tied && n <= MAX_SHAPE) {
-      remember(slot, first, base, n);
+    if (n <= MAX_SHAPE) {
+      remember(slot, first, base, n, ties);
+    }
+    return true;
+  }
+
+  /**
+   * Whether the members of a kept order whose prefixes tie (each at {@code tiePositions[k]} with
+   * the one before it) are in order by their whole names in the object being sorted: then the kept
+   * order is its order. Equal names are a duplicate, as in a sort.
+   */
+  private boolean tiesInOrder(int[] cached, int[] tiePositions, int ties, int base) {
+    flush(pos); // the comparison reads names from the output
+    for (int k = 0; k < ties; k++) {
+      int i = tiePositions[k];
+      if (compareMembers(base + cached[i - 1], base + cached[i]) > 0) {
+        return false;
+      }
     }
     return true;
   }
@@ -1162,22 +1203,28 @@ final class JsonCanonicalizer {
   private int shapeSlot(int first, int n) {
     long h = (prefixes[first] ^ (prefixes[first + n - 1] >>> 8)) + n;
     h *= 0x9E3779B97F4A7C15L;
-    return (int) (h >>> 61); // SHAPES == 8
+    return (int) (h >>> (64 - SHAPE_BITS));
   }
 
-  /** Keeps the order just computed (no ties) for the next object with the same prefixes. */
-  private void remember(int slot, int first, int base, int n) {
+  /**
+   * Keeps the order just computed for the next object with the same prefixes, with the positions
+   * {@code tiePositions[0, ties)} of its members whose prefixes tie with the one before.
+   */
+  private void remember(int slot, int first, int base, int n, int ties) {
     long[] cachedPrefixes = shapePrefixes[slot];
     if (cachedPrefixes == null || cachedPrefixes.length < n) {
       cachedPrefixes = new long[Math.max(n, 16)];
       shapePrefixes[slot] = cachedPrefixes;
       shapeOrder[slot] = new int[cachedPrefixes.length];
+      shapeTies[slot] = new int[cachedPrefixes.length];
     }
     System.arraycopy(prefixes, first, cachedPrefixes, 0, n);
     int[] cachedOrder = shapeOrder[slot];
     for (int i = 0; i < n; i++) {
       cachedOrder[i] = order[i] - base;
     }
+    System.arraycopy(tiePositions, 0, shapeTies[slot], 0, ties);
+    shapeTieCount[slot] = ties;
     shapeSize[slot] = n;
   }
 

@@ -151,6 +151,34 @@ class CanonicalizerShapesTest {
     }
   }
 
+  /**
+   * Objects whose prefixes are always the same, but whose names sharing eight bytes come in random
+   * orders (and are sometimes equal): a kept order is taken only where those names compare in its
+   * order, and a duplicate among them is found.
+   */
+  @Test
+  void tiedNamesOfAKeptOrderAreComparedEachTime() {
+    SplittableRandom r = new SplittableRandom(3);
+    for (int round = 0; round < 2000; round++) {
+      String x = "shipping_" + "abc".charAt(r.nextInt(3));
+      String y = "shipping_" + "abc".charAt(r.nextInt(3));
+      String z = "abcdefgh" + "xyz".repeat(1 + r.nextInt(2)).substring(r.nextInt(3));
+      String w = "abcdefgh" + "xy".charAt(r.nextInt(2));
+      List<String> names = List.of("id", x, "zeta", y, z, w, "n10", "n2");
+      List<String> values = List.of("1", "2.0", "3", "4e0", "5", "6", "7", "8");
+      List<String> canonicalValues = List.of("1", "2", "3", "4", "5", "6", "7", "8");
+      String json = object(names, values);
+      if (x.equals(y) || z.equals(w)) {
+        assertThatThrownBy(() -> canonical(json))
+            .as(json)
+            .isInstanceOf(InvalidJsonException.class)
+            .hasMessageContaining("duplicate member name \"" + (x.equals(y) ? x : z) + "\"");
+      } else {
+        assertThat(canonical(json)).as(json).isEqualTo(sorted(names, canonicalValues));
+      }
+    }
+  }
+
   /** A duplicate is found in an object shaped like one sorted before but for the duplicate. */
   @Test
   void aDuplicateIsFoundInAShapeSeenBefore() {
