@@ -25,13 +25,24 @@ import java.util.Arrays;
  * end) plus an 8-byte name prefix for cheap comparisons. When the object closes, its members are
  * sorted by name and, only if they were out of order, the object's bytes are permuted through a
  * scratch buffer. Nested objects are sorted before their parents, so a permutation moves bytes that
- * are already canonical.
+ * are already canonical. A few sorted orders are kept, by the objects' name prefixes: an object
+ * whose names come as those of one sorted before (the same sender's schema, typically) takes that
+ * order without a sort.
  */
 final class JsonCanonicalizer {
   /** Buffers larger than this are dropped after use, so one huge body does not pin memory. */
   private static final int MAX_RETAINED = 1 << 18;
 
   private static final int INITIAL = 1024;
+
+  /** How many member orders {@link #sortByPrefix} keeps, one per slot (see {@link #shapeSlot}). */
+  private static final int SHAPE_BITS = 4;
+
+  private static final int SHAPES = 1 << SHAPE_BITS;
+
+  /** The widest object whose member order is kept. */
+  private static final int MAX_SHAPE = 128;
+
   private static final byte[] NO_INPUT = new byte[0];
   private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] TRUE = {'t', 'r', 'u', 'e'};
@@ -106,10 +117,42 @@ final class JsonCanonicalizer {
   private int objectStart;
 
   private int[] order = new int[32];
+
+  /**
+   * The sorted order of the object being sorted: its members are {@code permutationBase +
+   * permutation[i]}, {@code permutation} being {@link #order} (base 0) or a kept order.
+   */
+  private int[] permutation = order;
+
+  private int permutationBase;
   private int[] orderTmp = new int[32];
   private long[] keys = new long[32];
   private long[] keysTmp = new long[32];
   private byte[] scratch = new byte[INITIAL];
+
+  /**
+   * Per slot, the prefixes (see {@link #prefixes}) of the members of the last unsorted object
+   * sorted there by prefix, {@link #shapeSize} of them; null or size 0 if none.
+   */
+  private final long[][] shapePrefixes = new long[SHAPES][];
+
+  /** Per slot: the sorted order of that object, as member offsets from its first member. */
+  private final int[][] shapeOrder = new int[SHAPES][];
+
+  /** Per slot: how many members that object has (0: none kept). */
+  private final int[] shapeSize = new int[SHAPES];
+
+  /**
+   * Per slot: the positions in that order of the members whose prefixes tie with the one before
+   * (names sharing seven bytes), {@link #shapeTieCount} of them, to compare whole names again.
+   */
+  private final int[][] shapeTies = new int[SHAPES][];
+
+  private final int[] shapeTieCount = new int[SHAPES];
+
+  /** The tie positions of the order being computed (see {@link #shapeTies}). */
+  private int[] tiePositions = new int[32];
+
   private final JsonNumbers numbers = new JsonNumbers();
   private final MessageDigest sha = Sha256Words.newDigest();
 
@@ -204,7 +247,9 @@ final class JsonCanonicalizer {
       members = new int[3 * 32];
       prefixes = new long[32];
       order = new int[32];
+      permutation = order;
       orderTmp = new int[32];
+      tiePositions = new int[32];
       keys = new long[32];
       keysTmp = new long[32];
     }
@@ -607,17 +652,55 @@ final class JsonCanonicalizer {
         throw error("a number needs a digit after '.'");
       }
     }
-    if ((p >= end || (in[p] | 0x20) != 'e')
-        && in[intStart] != '0'
-        && intEnd - intStart <= JsonNumbers.PLAIN_DIGITS
-        && (p == intEnd || in[p - 1] != '0')) {
-      pos = p;
-      if (p - s > numberReach) {
-        numberReach = p - s;
+    if (p >= end || (in[p] | 0x20) != 'e') {
+      if (in[intStart] != '0'
+          && intEnd - intStart <= JsonNumbers.PLAIN_DIGITS
+          && (p == intEnd || in[p - 1] != '0')) {
+        pos = p;
+        if (p - s > numberReach) {
+          numberReach = p - s;
+        }
+        return;
       }
+      decimal(s, negative, intStart, intEnd, p);
       return;
     }
     number(s, negative, intStart, intEnd, p == intEnd ? p : intEnd + 1, p);
+  }
+
+  /**
+   * Reads the rest of a number without exponent that is not canonical as written, or that starts
+   * with 0: most are canonical once their trailing fraction zeros are cut (and a bare {@code '.'}),
+   * which needs no copy (e.g. -12.50 -> -12.5, 7.000 -> 7, 0.10 -> 0.1); -0 is 0; the others go on
+   * in {@link #number(int, boolean, int, int, int, int)}.
+   */
+  private void decimal(int s, boolean negative, int intStart, int intEnd, int fracEnd) {
+    if (intEnd - intStart <= JsonNumbers.PLAIN_DIGITS) {
+      int p = fracEnd;
+      int fracStart = p == intEnd ? p : intEnd + 1;
+      int cut;
+      if (fracStart == p) {
+        if (negative && intEnd - intStart == 1 && in[intStart] == '0') {
+          cut = -1; // -0
+        } else {
+          cut = p; // an integer: canonical as written
+        }
+      } else {
+        cut = plainDecimalCut(in, intStart, intEnd, fracStart, p);
+      }
+      if (cut > 0) {
+        pos = p;
+        if (p - s > numberReach) {
+          numberReach = p - s;
+        }
+        if (cut != p) {
+          flush(cut);
+          runStart = p;
+        }
+        return;
+      }
+    }
+    number(s, negative, intStart, intEnd, fracEnd == intEnd ? fracEnd : intEnd + 1, fracEnd);
   }
 
   /**
@@ -687,13 +770,22 @@ final class JsonCanonicalizer {
         && (exponent >= 0
             ? exponent >= JsonNumbers.PLAIN_DIGITS && exponent <= JsonNumbers.MAX_EXPONENT
             : exponent <= -7 && exponent >= JsonNumbers.MIN_EXPONENT)
-        && (fracStart == fracEnd || in[fracEnd - 1] != '0')
-        && in[fracEnd] == 'e'
-        && in[fracEnd + 1] == (exponent < 0 ? '-' : '+')
-        && in[fracEnd + 2] != '0') {
-      // D[.ddd]e±x already as ECMAScript writes it (e.g. JavaScript's 1e+21, 6.02214076e+23,
-      // 1.5e-7): no trailing fraction zero, a lowercase e, a sign, no leading exponent zero, and a
-      // magnitude outside plain notation's range. It stays in the run.
+        && (fracStart == fracEnd || in[fracEnd - 1] != '0')) {
+      // D[.ddd]e±x with no trailing fraction zero and a magnitude outside plain notation's range:
+      // ECMAScript writes its mantissa as it is, so only the exponent may need a rewrite.
+      if (in[fracEnd] == 'e'
+          && in[fracEnd + 1] == (exponent < 0 ? '-' : '+')
+          && in[fracEnd + 2] != '0') {
+        // Already as ECMAScript writes it (e.g. JavaScript's 1e+21, 6.02214076e+23, 1.5e-7): a
+        // lowercase e, a sign, no leading exponent zero. It stays in the run.
+        return;
+      }
+      // E.g. 6.02214076e23, 7E-10, 1e021: the mantissa stays in the run, the exponent is written
+      // (never longer than e-324).
+      flush(fracEnd);
+      ensure(outLen + 5 + (end - p) + 64);
+      outLen = writeExponent(out, outLen, (int) exponent);
+      runStart = p;
       return;
     }
     flush(s);
@@ -719,6 +811,21 @@ final class JsonCanonicalizer {
     }
     outLen = o;
     runStart = p;
+  }
+
+  /** Writes {@code e±x} ({@code x} without leading zeros) at {@code out[o]}; returns the end. */
+  private static int writeExponent(byte[] out, int o, int exponent) {
+    out[o++] = 'e';
+    out[o++] = (byte) (exponent < 0 ? '-' : '+');
+    int e = Math.abs(exponent);
+    if (e >= 100) {
+      out[o++] = (byte) ('0' + e / 100);
+    }
+    if (e >= 10) {
+      out[o++] = (byte) ('0' + (e / 10) % 10);
+    }
+    out[o++] = (byte) ('0' + e % 10);
+    return o;
   }
 
   private NumberOutOfRangeException outOfRange(int s, int p) {
@@ -885,10 +992,13 @@ final class JsonCanonicalizer {
     if (order.length < n) {
       order = new int[Math.max(n, order.length * 2)];
       orderTmp = new int[order.length];
+      tiePositions = new int[order.length];
       keys = new long[order.length];
       keysTmp = new long[order.length];
     }
     if (!sortByPrefix(base, n)) {
+      permutation = order;
+      permutationBase = 0;
       flush(pos); // the general comparison reads names from the output
       boolean sorted = true;
       for (int i = 1; i < n; i++) {
@@ -905,76 +1015,115 @@ final class JsonCanonicalizer {
       }
       // Any two equal names are compared somewhere in the sort, so compareMembers sees them.
       mergeSort(order, orderTmp, 0, n);
-    } else if (order[0] == -1) {
+    } else if (permutation[0] == -1) {
       return; // already in order
     }
     int regionStart = members[base];
     int regionEnd = members[memberTop - 1];
     int length = regionEnd - regionStart;
     byte[] src;
+    byte[] dst;
     int shift; // member m is at src[members[m] - shift]
     if (regionStart >= outLen) {
       // Nothing in the object was rewritten, so it is all still in the pending run: gather its
       // members from the input straight into the output, with no copy of the object before.
       flush(runStart + (regionStart - outLen));
       src = in;
+      dst = out;
       shift = outLen - runStart;
     } else {
       flush(pos);
-      if (scratch.length < length + 32) {
-        scratch = new byte[Math.max(length + 32, scratch.length * 2)];
+      if (regionStart <= length) {
+        // Gather from the output into the scratch buffer, which then becomes the output: one
+        // copy of the bytes before the object (no more than the object) instead of a copy of the
+        // whole object.
+        dst = scratch.length < out.length ? new byte[out.length] : scratch;
+        System.arraycopy(out, 0, dst, 0, regionStart);
+        src = out;
+        shift = 0;
+      } else {
+        if (scratch.length < length + 32) {
+          scratch = new byte[Math.max(length + 32, scratch.length * 2)];
+        }
+        System.arraycopy(out, regionStart, scratch, 0, length);
+        src = scratch;
+        dst = out;
+        shift = regionStart;
       }
-      System.arraycopy(out, regionStart, scratch, 0, length);
-      src = scratch;
-      shift = regionStart;
     }
-    byte[] out = this.out;
+    // Bytes past the object in dst are free (not output yet) unless dst is the output with the
+    // object still copied in it.
+    int dstEnd = src == scratch ? regionEnd : dst.length;
     int srcEnd = src.length;
+    int[] permutation = this.permutation;
+    int permutationBase = this.permutationBase;
     int w = regionStart;
     for (int i = 0; i < n; i++) {
-      int m = order[i];
+      int m = permutationBase + permutation[i];
       int from = members[m] - shift;
       int len = members[m + 2] - members[m];
-      // A short member, not the last one: eight bytes at a time (cheaper than arraycopy at this
-      // size). The bytes written past it are rewritten by the comma and the next members.
-      if (len <= 16 && w + 16 <= regionEnd && from + 16 <= srcEnd) {
-        LONGS.set(out, w, (long) LONGS.get(src, from));
-        LONGS.set(out, w + 8, (long) LONGS.get(src, from + 8));
-      } else if (len <= 32 && w + 32 <= regionEnd && from + 32 <= srcEnd) {
+      // A short member: eight bytes at a time (cheaper than arraycopy at this size). The bytes
+      // written past it are rewritten by the comma and the next members, or are past the output.
+      if (len <= 16 && w + 16 <= dstEnd && from + 16 <= srcEnd) {
+        LONGS.set(dst, w, (long) LONGS.get(src, from));
+        LONGS.set(dst, w + 8, (long) LONGS.get(src, from + 8));
+      } else if (len <= 32 && w + 32 <= dstEnd && from + 32 <= srcEnd) {
         // Most members: four words whatever the length, no loop to mispredict.
-        LONGS.set(out, w, (long) LONGS.get(src, from));
-        LONGS.set(out, w + 8, (long) LONGS.get(src, from + 8));
-        LONGS.set(out, w + 16, (long) LONGS.get(src, from + 16));
-        LONGS.set(out, w + 24, (long) LONGS.get(src, from + 24));
-      } else if (len <= 64 && w + len + 8 <= regionEnd && from + 64 <= srcEnd) {
+        LONGS.set(dst, w, (long) LONGS.get(src, from));
+        LONGS.set(dst, w + 8, (long) LONGS.get(src, from + 8));
+        LONGS.set(dst, w + 16, (long) LONGS.get(src, from + 16));
+        LONGS.set(dst, w + 24, (long) LONGS.get(src, from + 24));
+      } else if (len <= 64 && w + len + 8 <= dstEnd && from + 64 <= srcEnd) {
         for (int k = 0; k < len; k += 8) {
-          LONGS.set(out, w + k, (long) LONGS.get(src, from + k));
+          LONGS.set(dst, w + k, (long) LONGS.get(src, from + k));
         }
       } else {
-        System.arraycopy(src, from, out, w, len);
+        System.arraycopy(src, from, dst, w, len);
       }
       w += len;
       if (i < n - 1) {
-        out[w++] = ',';
+        dst[w++] = ',';
       }
     }
-    if (src == in) {
-      out[regionEnd] = '}';
+    if (src != scratch) {
+      dst[regionEnd] = '}';
       outLen = regionEnd + 1;
       runStart = pos;
+      if (dst != out) {
+        scratch = out;
+        out = dst;
+      }
     }
   }
 
   /**
    * The common case: an object whose names all start with plain ASCII sorts by their 8-byte
    * prefixes, each with the member's index in its low byte (a sort of plain longs, no second
-   * array); members whose keys tie are then ordered by their whole names. Fills {@link #order} (or
-   * sets {@code order[0] = -1} if the members are already in order) and returns true, or returns
-   * false if the general sort is needed.
+   * array); members whose keys tie are then ordered by their whole names. The order is kept for the
+   * next object with the same prefixes in the same order, which takes it once its tied members (if
+   * any) compare in order. Sets {@link #permutation} (to {@link #order} with {@code order[0] = -1}
+   * if the members are already in order) and returns true, or returns false if the general sort is
+   * needed.
    */
   private boolean sortByPrefix(int base, int n) {
-    long[] keys = this.keys;
     int first = base / 3;
+    int slot = shapeSlot(first, n);
+    if (n <= MAX_SHAPE
+        && shapeSize[slot] == n
+        && Arrays.equals(prefixes, first, first + n, shapePrefixes[slot], 0, n)) {
+      // The names of the object sorted last in this slot, in the same order (a sender's schema):
+      // its order, with no sort, once the members whose prefixes tie are checked to be in order.
+      int[] cached = shapeOrder[slot];
+      int ties = shapeTieCount[slot];
+      if (ties == 0 || tiesInOrder(cached, shapeTies[slot], ties, base)) {
+        permutation = cached;
+        permutationBase = base;
+        return true;
+      }
+    }
+    permutation = order;
+    permutationBase = 0;
+    long[] keys = this.keys;
     // Every prefix byte is below 0x80, so a prefix is a non-negative long whose signed order is
     // the names' order. Its low byte (more bits for a wider object) is replaced by the member's
     // index: keys sort as the prefixes' first seven bytes, and members whose keys tie there are
@@ -1005,6 +1154,8 @@ final class JsonCanonicalizer {
       mergeSort(keys, keysTmp, 0, n);
     }
     int[] order = this.order;
+    int[] tiePositions = this.tiePositions;
+    int ties = 0;
     int tieStart = 0;
     for (int i = 0; i < n; i++) {
       order[i] = base + 3 * (int) (keys[i] & indexMask);
@@ -1012,6 +1163,9 @@ final class JsonCanonicalizer {
         if (i - tieStart > 1) {
           flush(pos); // a shared prefix: compare the whole names, in the output
           mergeSort(order, orderTmp, tieStart, i);
+          for (int t = tieStart + 1; t < i; t++) {
+            tiePositions[ties++] = t;
+          }
         }
         tieStart = i;
       }
@@ -1019,8 +1173,59 @@ final class JsonCanonicalizer {
     if (n - tieStart > 1) {
       flush(pos);
       mergeSort(order, orderTmp, tieStart, n);
+      for (int t = tieStart + 1; t < n; t++) {
+        tiePositions[ties++] = t;
+      }
+    }
+    if (n <= MAX_SHAPE) {
+      remember(slot, first, base, n, ties);
     }
     return true;
+  }
+
+  /**
+   * Whether the members of a kept order whose prefixes tie (each at {@code tiePositions[k]} with
+   * the one before it) are in order by their whole names in the object being sorted: then the kept
+   * order is its order. Equal names are a duplicate, as in a sort.
+   */
+  private boolean tiesInOrder(int[] cached, int[] tiePositions, int ties, int base) {
+    flush(pos); // the comparison reads names from the output
+    for (int k = 0; k < ties; k++) {
+      int i = tiePositions[k];
+      if (compareMembers(base + cached[i - 1], base + cached[i]) > 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** The slot of {@link #shapePrefixes} for the {@code n} prefixes at {@code prefixes[first]}. */
+  private int shapeSlot(int first, int n) {
+    long h = (prefixes[first] ^ (prefixes[first + n - 1] >>> 8)) + n;
+    h *= 0x9E3779B97F4A7C15L;
+    return (int) (h >>> (64 - SHAPE_BITS));
+  }
+
+  /**
+   * Keeps the order just computed for the next object with the same prefixes, with the positions
+   * {@code tiePositions[0, ties)} of its members whose prefixes tie with the one before.
+   */
+  private void remember(int slot, int first, int base, int n, int ties) {
+    long[] cachedPrefixes = shapePrefixes[slot];
+    if (cachedPrefixes == null || cachedPrefixes.length < n) {
+      cachedPrefixes = new long[Math.max(n, 16)];
+      shapePrefixes[slot] = cachedPrefixes;
+      shapeOrder[slot] = new int[cachedPrefixes.length];
+      shapeTies[slot] = new int[cachedPrefixes.length];
+    }
+    System.arraycopy(prefixes, first, cachedPrefixes, 0, n);
+    int[] cachedOrder = shapeOrder[slot];
+    for (int i = 0; i < n; i++) {
+      cachedOrder[i] = order[i] - base;
+    }
+    System.arraycopy(tiePositions, 0, shapeTies[slot], 0, ties);
+    shapeTieCount[slot] = ties;
+    shapeSize[slot] = n;
   }
 
   private static void insertionSort(long[] a, int from, int to) {
