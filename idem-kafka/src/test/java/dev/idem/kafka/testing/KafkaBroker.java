@@ -144,7 +144,7 @@ public final class KafkaBroker implements AutoCloseable {
    * idempotent one with one request in flight per connection. (With the default five, a fresh
    * partition whose leader was not yet ready answered the first batch NOT_LEADER_OR_FOLLOWER and
    * accepted the later ones; the retried first batch was then OUT_OF_ORDER_SEQUENCE_NUMBER on every
-   * retry until the records expired, seen in a loaded CI run.)
+   * retry until the records expired, seen in a loaded CI run: the broker's KAFKA-15591.)
    *
    * @return a new producer; close it
    */
