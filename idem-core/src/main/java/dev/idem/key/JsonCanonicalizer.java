@@ -784,7 +784,7 @@ final class JsonCanonicalizer {
       // (never longer than e-324).
       flush(fracEnd);
       ensure(outLen + 5 + (end - p) + 64);
-      outLen = writeExponent(out, outLen, (int) exponent);
+      outLen = JsonNumbers.writeExponent(out, outLen, (int) exponent);
       runStart = p;
       return;
     }
@@ -811,21 +811,6 @@ final class JsonCanonicalizer {
     }
     outLen = o;
     runStart = p;
-  }
-
-  /** Writes {@code e±x} ({@code x} without leading zeros) at {@code out[o]}; returns the end. */
-  private static int writeExponent(byte[] out, int o, int exponent) {
-    out[o++] = 'e';
-    out[o++] = (byte) (exponent < 0 ? '-' : '+');
-    int e = Math.abs(exponent);
-    if (e >= 100) {
-      out[o++] = (byte) ('0' + e / 100);
-    }
-    if (e >= 10) {
-      out[o++] = (byte) ('0' + (e / 10) % 10);
-    }
-    out[o++] = (byte) ('0' + e % 10);
-    return o;
   }
 
   private NumberOutOfRangeException outOfRange(int s, int p) {

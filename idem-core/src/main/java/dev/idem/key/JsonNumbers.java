@@ -135,18 +135,7 @@ final class JsonNumbers {
     for (int i = digit; i < last; i++) {
       out[o++] = in[i];
     }
-    int exponent = n - 1;
-    out[o++] = 'e';
-    out[o++] = (byte) (exponent < 0 ? '-' : '+');
-    int e = Math.abs(exponent);
-    if (e >= 100) {
-      out[o++] = (byte) ('0' + e / 100);
-    }
-    if (e >= 10) {
-      out[o++] = (byte) ('0' + (e / 10) % 10);
-    }
-    out[o++] = (byte) ('0' + e % 10);
-    return o;
+    return writeExponent(out, o, n - 1);
   }
 
   private int write(int total, boolean negative, long exponent, byte[] out, int o) {
@@ -236,18 +225,23 @@ final class JsonNumbers {
         out[o++] = '.';
         o = digits(first + 1, k - 1, out, o);
       }
-      out[o++] = 'e';
-      int e = n - 1;
-      out[o++] = (byte) (e < 0 ? '-' : '+');
-      e = Math.abs(e);
-      if (e >= 100) {
-        out[o++] = (byte) ('0' + e / 100);
-      }
-      if (e >= 10) {
-        out[o++] = (byte) ('0' + (e / 10) % 10);
-      }
-      out[o++] = (byte) ('0' + e % 10);
+      o = writeExponent(out, o, n - 1);
     }
+    return o;
+  }
+
+  /** Writes {@code e±x} ({@code x} without leading zeros) at {@code out[o]}; returns the end. */
+  static int writeExponent(byte[] out, int o, int exponent) {
+    out[o++] = 'e';
+    out[o++] = (byte) (exponent < 0 ? '-' : '+');
+    int e = Math.abs(exponent);
+    if (e >= 100) {
+      out[o++] = (byte) ('0' + e / 100);
+    }
+    if (e >= 10) {
+      out[o++] = (byte) ('0' + (e / 10) % 10);
+    }
+    out[o++] = (byte) ('0' + e % 10);
     return o;
   }
 }
