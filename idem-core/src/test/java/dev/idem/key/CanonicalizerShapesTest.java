@@ -260,18 +260,7 @@ class CanonicalizerShapesTest {
         String text = m + e;
         BigDecimal value = new BigDecimal(text);
         String want = ExactNumberOracle.canonical(value);
-        for (int offset = 0; offset < 10; offset++) {
-          String pad = "x".repeat(offset);
-          assertThat(canonical("[" + quoted(pad) + "," + text + "]"))
-              .as(text)
-              .isEqualTo("[" + quoted(pad) + "," + want + "]");
-          assertThat(canonical("{\"" + pad + "\":" + text + ",\"a\":" + text + "}"))
-              .as(text)
-              .isEqualTo(
-                  offset == 0
-                      ? "{\"\":" + want + ",\"a\":" + want + "}"
-                      : "{\"a\":" + want + ",\"" + pad + "\":" + want + "}");
-        }
+        assertAtEveryOffset(text, want);
         assertThat(canonical(text)).as(text).isEqualTo(want);
       }
     }
@@ -311,18 +300,7 @@ class CanonicalizerShapesTest {
     };
     for (String text : texts) {
       String want = ExactNumberOracle.canonical(new BigDecimal(text));
-      for (int offset = 0; offset < 10; offset++) {
-        String pad = "x".repeat(offset);
-        assertThat(canonical("[" + quoted(pad) + "," + text + "]"))
-            .as(text)
-            .isEqualTo("[" + quoted(pad) + "," + want + "]");
-        assertThat(canonical("{\"" + pad + "\":" + text + ",\"a\":" + text + "}"))
-            .as(text)
-            .isEqualTo(
-                offset == 0
-                    ? "{\"\":" + want + ",\"a\":" + want + "}"
-                    : "{\"a\":" + want + ",\"" + pad + "\":" + want + "}");
-      }
+      assertAtEveryOffset(text, want);
       assertThat(canonical(text)).as(text).isEqualTo(want);
       assertThat(canonical(" " + text + " ")).as(text).isEqualTo(want);
     }
@@ -330,6 +308,24 @@ class CanonicalizerShapesTest {
       assertThatThrownBy(() -> canonical(invalid))
           .as(invalid)
           .isInstanceOf(InvalidJsonException.class);
+    }
+  }
+
+  /**
+   * The number canonicalizes to {@code want} behind 0-9 bytes of text, in an array and an object.
+   */
+  private static void assertAtEveryOffset(String text, String want) {
+    for (int offset = 0; offset < 10; offset++) {
+      String pad = "x".repeat(offset);
+      assertThat(canonical("[" + quoted(pad) + "," + text + "]"))
+          .as(text)
+          .isEqualTo("[" + quoted(pad) + "," + want + "]");
+      assertThat(canonical("{\"" + pad + "\":" + text + ",\"a\":" + text + "}"))
+          .as(text)
+          .isEqualTo(
+              offset == 0
+                  ? "{\"\":" + want + ",\"a\":" + want + "}"
+                  : "{\"a\":" + want + ",\"" + pad + "\":" + want + "}");
     }
   }
 }
