@@ -73,17 +73,47 @@ import org.slf4j.LoggerFactory;
 public final class ServiceAssembly {
   private static final Logger LOG = LoggerFactory.getLogger(ServiceAssembly.class);
 
+  /**
+   * The service's clock: the system clocks, a reserve reading the system clock too. The library's
+   * {@link TimeSource#system()} has a reserve read the coarse clock instead, whose thread then
+   * wakes every millisecond: that saves one system-clock read per reserve (tens of nanoseconds) and
+   * costs a thousand wake-ups a second (about 13 µs each on a 2-core VM, 0.4 µs per request at
+   * 30,000 requests a second, and one preempted request thread per wake-up). It pays off only past
+   * a few hundred thousand reserves a second, which a service does not reach.
+   */
+  private static final TimeSource CLOCK =
+      new TimeSource() {
+        @Override
+        public long wallMillis() {
+          return System.currentTimeMillis();
+        }
+
+        @Override
+        public long monotonicNanos() {
+          return System.nanoTime();
+        }
+      };
+
   private ServiceAssembly() {}
 
   /**
-   * Assembles the service with the default edge and the system clock.
+   * The clock the service runs on: the system clocks, without the coarse clock's thread.
+   *
+   * @return the service's clock
+   */
+  public static TimeSource clock() {
+    return CLOCK;
+  }
+
+  /**
+   * Assembles the service with the default edge and the {@linkplain #clock() service's clock}.
    *
    * @param config the config
    * @return the runtime, not yet serving
    * @throws IdemConfigException if a store cannot be opened or a part cannot be built
    */
   public static ServiceRuntime assemble(IdemConfig config) {
-    return assemble(config, new DefaultEdge(), TimeSource.system());
+    return assemble(config, new DefaultEdge(), CLOCK);
   }
 
   /**

@@ -169,4 +169,22 @@ class ServiceAssemblyTest {
         .isInstanceOf(IdemConfigException.class)
         .hasMessageContaining("rocksdb:" + dir.resolve("not-a-dir"));
   }
+
+  @Test
+  void theServiceClockReservesOnTheSystemClockNotOnTheCoarseOne() {
+    // The coarse clock lags the system clock after every millisecond boundary until its thread
+    // ticks; reading it for 20 ms in a loop catches that lag many times over. The service's clock
+    // must never read behind a system-clock reading taken before it.
+    TimeSource clock = ServiceAssembly.clock();
+    long end = System.nanoTime() + 20_000_000L;
+    long behind = 0;
+    while (System.nanoTime() < end) {
+      long before = System.currentTimeMillis();
+      if (clock.laggingWallMillis() < before) {
+        behind++;
+      }
+    }
+    assertThat(behind).isZero();
+    assertThat(TimeSource.system().laggingWallMillis()).isLessThanOrEqualTo(clock.wallMillis());
+  }
 }

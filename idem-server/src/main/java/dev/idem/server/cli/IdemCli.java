@@ -192,7 +192,8 @@ public final class IdemCli implements Callable<Integer> {
         s = s.withPort(port);
       }
       applyLogLevel(s.logLevel());
-      ServiceRuntime runtime = ServiceAssembly.assemble(c, new DefaultEdge(), TimeSource.system());
+      ServiceRuntime runtime =
+          ServiceAssembly.assemble(c, new DefaultEdge(), ServiceAssembly.clock());
       IdemServer server = start(s, runtime);
       CountDownLatch stopped = new CountDownLatch(1);
       Runtime.getRuntime()
