@@ -35,6 +35,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -42,6 +43,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -82,6 +84,38 @@ import org.slf4j.LoggerFactory;
  */
 public final class Pipeline {
   private static final Logger LOG = LoggerFactory.getLogger(Pipeline.class);
+
+  /** The most lost-lease recommits of {@link #commitLater} that wait at a time. */
+  static final int MAX_WAITING_RECOMMITS = 10_000;
+
+  /**
+   * Runs {@link #commitLater}'s recommits after a lost lease: one daemon thread ({@code
+   * idem-recommit}) for the JVM, at most {@link #MAX_WAITING_RECOMMITS} waiting, an idle thread
+   * ending after a minute. They wait for the store, so they must leave the thread that completed
+   * the commit (a RocksDB group's leader, which completes its whole group); {@code
+   * CompletableFuture.runAsync} would start a thread per recommit on two cores or fewer (its
+   * default executor there), so a burst of lost leases while the store is slow would start a thread
+   * per key.
+   */
+  private static final ThreadPoolExecutor RECOMMITS = recommitThread();
+
+  private static ThreadPoolExecutor recommitThread() {
+    ThreadPoolExecutor e =
+        new ThreadPoolExecutor(
+            1,
+            1,
+            1,
+            TimeUnit.MINUTES,
+            new ArrayBlockingQueue<>(MAX_WAITING_RECOMMITS),
+            r -> {
+              Thread t = new Thread(r, "idem-recommit");
+              t.setDaemon(true);
+              return t;
+            });
+    e.allowCoreThreadTimeOut(true);
+    return e;
+  }
+
   private static final Map<String, String> JSON_HEADERS =
       Map.of("Content-Type", "application/json");
 
@@ -461,20 +495,48 @@ public final class Pipeline {
                   cause.getMessage());
             }
           } else if (settlement == Settlement.LEASE_LOST) {
-            CompletableFuture.runAsync(
-                () -> {
-                  if (!recommit(key, null)) {
-                    LOG.warn(
-                        "pipeline={} key={} delivered, but the lease had run out before the commit"
-                            + " and another worker holds the key now; it may be delivered again"
-                            + " (downstream sees the same Idempotency-Key)",
-                        id,
-                        key.toHex());
-                  }
-                });
+            recommitLater(key);
           }
           return outcome;
         });
+  }
+
+  /** {@link #recommit} on the recommit thread; past its bound the key heals by its lease. */
+  private void recommitLater(DedupKey key) {
+    try {
+      RECOMMITS.execute(
+          () -> {
+            boolean again;
+            try {
+              again = recommit(key, null);
+            } catch (RuntimeException e) {
+              LOG.warn(
+                  "pipeline={} key={} delivered, but its lease had run out before the commit and"
+                      + " committing it again failed ({}); it may be delivered again (downstream"
+                      + " sees the same Idempotency-Key)",
+                  id,
+                  key.toHex(),
+                  e.toString());
+              return;
+            }
+            if (!again) {
+              LOG.warn(
+                  "pipeline={} key={} delivered, but the lease had run out before the commit"
+                      + " and another worker holds the key now; it may be delivered again"
+                      + " (downstream sees the same Idempotency-Key)",
+                  id,
+                  key.toHex());
+            }
+          });
+    } catch (RejectedExecutionException e) {
+      LOG.warn(
+          "pipeline={} key={} delivered, but its lease had run out before the commit and {}"
+              + " recommits already wait; it is not committed again, so a resend is accepted and"
+              + " delivered again (downstream sees the same Idempotency-Key)",
+          id,
+          key.toHex(),
+          MAX_WAITING_RECOMMITS);
+    }
   }
 
   /**
