@@ -11,6 +11,8 @@
 #   IDEM_JAR_B=/tmp/idem-before.jar TARGETS="bare memory memory-b rocksdb rocksdb-b" \
 #     idem-benchmarks/scripts/service-bench.sh   # before/after in the same run: *-b use IDEM_JAR_B
 #
+# At the end it prints each target's req/s over bare's in the same round, and their median.
+#
 # Besides req/s, each row has the JVM's CPU time per request during the full-load run
 # (user + system from /proc/PID/stat, divided by the requests wrk completed), which depends far
 # less on the machine's load than req/s does.
@@ -162,5 +164,17 @@ for round in $(seq 1 "$ROUNDS"); do
       "$rps" "$(bc -l <<<"$(field p50_us "$max")/1000")" "$(bc -l <<<"$(field p99_us "$max")/1000")" \
       "$(field non2xx "$max")" "$cpu" "$(field rps "$half")" "$(bc -l <<<"$(field p50_us "$half")/1000")" \
       "$(bc -l <<<"$(field p99_us "$half")/1000")" "$(field non2xx "$half")" "$half_cpu" "$load"
+    echo "$round $target $rps" >> "$work/rows"
   done
+done
+
+# Each target's requests/s over bare's in the same round (bare must come before it in TARGETS),
+# round by round, and their median: the figure to compare, as single rounds scatter on a shared VM.
+awk '$2 == "bare" { b[$1] = $3 } $2 != "bare" && b[$1] > 0 { printf "%s %.2f\n", $2, $3 / b[$1] }' \
+  "$work/rows" > "$work/ratios"
+for t in $(awk '{ print $1 }' "$work/ratios" | sort -u); do
+  rounds="$(awk -v t="$t" '$1 == t { printf "%s ", $2 }' "$work/ratios")"
+  median="$(awk -v t="$t" '$1 == t { print $2 }' "$work/ratios" | sort -n | awk '{ v[NR] = $1 }
+    END { printf "%.2f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }')"
+  printf '# %s / bare by round: %s(median %s)\n' "$t" "$rounds" "$median"
 done
