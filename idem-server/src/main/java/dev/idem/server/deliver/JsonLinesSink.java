@@ -18,6 +18,8 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Instant;
 import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Writes each event as one JSON line, to standard output or appended to a file:
@@ -41,6 +43,7 @@ import org.jspecify.annotations.Nullable;
  * lines written together (one per event when deliveries do not overlap).
  */
 final class JsonLinesSink implements Sink {
+  private static final Logger LOG = LoggerFactory.getLogger(JsonLinesSink.class);
   private static final JsonFactory JSON = new JsonFactory();
 
   private final String description;
@@ -74,7 +77,19 @@ final class JsonLinesSink implements Sink {
               StandardOpenOption.CREATE,
               StandardOpenOption.WRITE,
               StandardOpenOption.APPEND);
-      return new JsonLinesSink("file:" + absolute, new FileTarget(channel, fsync), time);
+      FileTarget target = new FileTarget(channel, fsync);
+      if (endsInsideALine(absolute, channel)) {
+        // A process killed in the middle of a write(2) (SIGKILL stops it at a page boundary)
+        // leaves part of a line. Appended to as it is, that part would swallow the next event's
+        // line; ended here, it stays a line of its own, and its event, never acknowledged, is
+        // delivered again whole.
+        LOG.warn(
+            "deliver.file.path {} ended in the middle of a line (an earlier process stopped while"
+                + " writing it); ending that line so the next event starts on its own line",
+            absolute);
+        target.endLine();
+      }
+      return new JsonLinesSink("file:" + absolute, target, time);
     } catch (IOException e) {
       throw new IdemException(
           "cannot open deliver.file.path "
@@ -83,6 +98,18 @@ final class JsonLinesSink implements Sink {
               + e
               + "; check that the directory is writable",
           e);
+    }
+  }
+
+  /** Whether the file is not empty and its last byte is not a newline. */
+  private static boolean endsInsideALine(Path file, FileChannel appending) throws IOException {
+    long size = appending.size();
+    if (size == 0) {
+      return false;
+    }
+    try (FileChannel reading = FileChannel.open(file, StandardOpenOption.READ)) {
+      ByteBuffer last = ByteBuffer.allocate(1);
+      return reading.read(last, size - 1) == 1 && last.get(0) != '\n';
     }
   }
 
@@ -349,6 +376,14 @@ final class JsonLinesSink implements Sink {
     FileTarget(FileChannel channel, boolean fsync) {
       this.channel = channel;
       this.fsync = fsync;
+    }
+
+    /** Writes a newline, ending a line an earlier writer left unfinished. */
+    void endLine() throws IOException {
+      ByteBuffer newline = ByteBuffer.wrap(new byte[] {'\n'});
+      while (newline.hasRemaining()) {
+        channel.write(newline);
+      }
     }
 
     @Override

@@ -41,6 +41,41 @@ class JsonLinesSinkTest {
   }
 
   @Test
+  void aLineLeftUnfinishedByAKilledProcessDoesNotSwallowTheNextEvent() throws Exception {
+    // Given a file whose last line was cut by a kill in the middle of its write
+    Path file = dir.resolve("out.jsonl");
+    String whole =
+        "{\"pipeline\":\"orders\",\"idempotency_key\":\"k-0\",\"ordering_key\":null,"
+            + "\"delivered_at\":\"2026-03-01T12:00:00.250Z\",\"event\":{\"id\":0}}";
+    String cut = "{\"pipeline\":\"orders\",\"idempotency_key\":\"k-";
+    Files.writeString(file, whole + "\n" + cut, StandardCharsets.UTF_8);
+
+    // When the sink is opened on it again and delivers an event
+    try (Sink sink = JsonLinesSink.file(file, false, clock)) {
+      sink.deliver(delivery("k-1", null, "{\"id\":1}"));
+    }
+
+    // Then the cut line stays a line of its own and the event's line is whole
+    List<String> lines = lines(file);
+    assertThat(lines).hasSize(3);
+    assertThat(lines.get(0)).isEqualTo(whole);
+    assertThat(lines.get(1)).isEqualTo(cut);
+    assertThat(JSON.readTree(lines.get(2)).get("idempotency_key").asText()).isEqualTo("k-1");
+  }
+
+  @Test
+  void aFileThatEndsWithANewlineGetsNoEmptyLine() throws Exception {
+    Path file = dir.resolve("out.jsonl");
+    try (Sink sink = JsonLinesSink.file(file, false, clock)) {
+      sink.deliver(delivery("k-1", null, "{\"id\":1}"));
+    }
+    try (Sink sink = JsonLinesSink.file(file, false, clock)) {
+      sink.deliver(delivery("k-2", null, "{\"id\":2}"));
+    }
+    assertThat(lines(file)).hasSize(2).allSatisfy(l -> assertThat(JSON.readTree(l)).isNotNull());
+  }
+
+  @Test
   void writesOneLineWithTheEventEmbeddedAsJson() throws Exception {
     // Given a file sink under directories that do not exist yet
     Path file = dir.resolve("a/b/out.jsonl");
