@@ -501,7 +501,7 @@ public final class Pipeline {
         });
   }
 
-  /** {@link #recommit} on the recommit thread; past its bound the key heals by its lease. */
+  /** {@link #recommit} on the recommit thread; past its bound, a WARN and no recommit. */
   private void recommitLater(DedupKey key) {
     try {
       RECOMMITS.execute(
