@@ -78,16 +78,11 @@ final class JsonLinesSink implements Sink {
               StandardOpenOption.WRITE,
               StandardOpenOption.APPEND);
       FileTarget target = new FileTarget(channel, fsync);
-      if (endsInsideALine(absolute, channel)) {
-        // A process killed in the middle of a write(2) (SIGKILL stops it at a page boundary)
-        // leaves part of a line. Appended to as it is, that part would swallow the next event's
-        // line; ended here, it stays a line of its own, and its event, never acknowledged, is
-        // delivered again whole.
-        LOG.warn(
-            "deliver.file.path {} ended in the middle of a line (an earlier process stopped while"
-                + " writing it); ending that line so the next event starts on its own line",
-            absolute);
-        target.endLine();
+      try {
+        endTornLine(absolute, channel, target);
+      } catch (IOException e) {
+        channel.close();
+        throw e;
       }
       return new JsonLinesSink("file:" + absolute, target, time);
     } catch (IOException e) {
@@ -98,6 +93,22 @@ final class JsonLinesSink implements Sink {
               + e
               + "; check that the directory is writable",
           e);
+    }
+  }
+
+  /** Ends the file's last line if it is unfinished. */
+  private static void endTornLine(Path absolute, FileChannel channel, FileTarget target)
+      throws IOException {
+    if (endsInsideALine(absolute, channel)) {
+      // A process killed in the middle of a write(2) (SIGKILL stops it at a page boundary)
+      // leaves part of a line. Appended to as it is, that part would swallow the next event's
+      // line; ended here, it stays a line of its own, and its event, never acknowledged, is
+      // delivered again whole.
+      LOG.warn(
+          "deliver.file.path {} ended in the middle of a line (an earlier process stopped while"
+              + " writing it); ending that line so the next event starts on its own line",
+          absolute);
+      target.endLine();
     }
   }
 
