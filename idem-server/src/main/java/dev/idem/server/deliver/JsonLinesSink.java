@@ -79,7 +79,16 @@ final class JsonLinesSink implements Sink {
               StandardOpenOption.APPEND);
       FileTarget target = new FileTarget(channel, fsync);
       try {
-        endTornLine(absolute, channel, target);
+        // A process killed in the middle of a write(2) (SIGKILL stops it at a page boundary)
+        // leaves part of a line. Appended to as it is, that part would swallow the next event's
+        // line; ended here, it stays a line of its own, and its event, never acknowledged, is
+        // delivered again whole.
+        if (target.endUnfinishedLine(absolute)) {
+          LOG.warn(
+              "deliver.file.path {} ended in the middle of a line (an earlier process stopped"
+                  + " while writing it); ended that line so the next event starts on its own line",
+              absolute);
+        }
       } catch (IOException e) {
         channel.close();
         throw e;
@@ -93,34 +102,6 @@ final class JsonLinesSink implements Sink {
               + e
               + "; check that the directory is writable",
           e);
-    }
-  }
-
-  /** Ends the file's last line if it is unfinished. */
-  private static void endTornLine(Path absolute, FileChannel channel, FileTarget target)
-      throws IOException {
-    if (endsInsideALine(absolute, channel)) {
-      // A process killed in the middle of a write(2) (SIGKILL stops it at a page boundary)
-      // leaves part of a line. Appended to as it is, that part would swallow the next event's
-      // line; ended here, it stays a line of its own, and its event, never acknowledged, is
-      // delivered again whole.
-      LOG.warn(
-          "deliver.file.path {} ended in the middle of a line (an earlier process stopped while"
-              + " writing it); ending that line so the next event starts on its own line",
-          absolute);
-      target.endLine();
-    }
-  }
-
-  /** Whether the file is not empty and its last byte is not a newline. */
-  private static boolean endsInsideALine(Path file, FileChannel appending) throws IOException {
-    long size = appending.size();
-    if (size == 0) {
-      return false;
-    }
-    try (FileChannel reading = FileChannel.open(file, StandardOpenOption.READ)) {
-      ByteBuffer last = ByteBuffer.allocate(1);
-      return reading.read(last, size - 1) == 1 && last.get(0) != '\n';
     }
   }
 
@@ -389,12 +370,27 @@ final class JsonLinesSink implements Sink {
       this.fsync = fsync;
     }
 
-    /** Writes a newline, ending a line an earlier writer left unfinished. */
-    void endLine() throws IOException {
+    /**
+     * Writes a newline if {@code file} (this target's file) is not empty and does not end with one.
+     *
+     * @return whether it did
+     */
+    boolean endUnfinishedLine(Path file) throws IOException {
+      long size = channel.size();
+      if (size == 0) {
+        return false;
+      }
+      ByteBuffer last = ByteBuffer.allocate(1);
+      try (FileChannel reading = FileChannel.open(file, StandardOpenOption.READ)) {
+        if (reading.read(last, size - 1) != 1 || last.get(0) == '\n') {
+          return false;
+        }
+      }
       ByteBuffer newline = ByteBuffer.wrap(new byte[] {'\n'});
       while (newline.hasRemaining()) {
         channel.write(newline);
       }
+      return true;
     }
 
     @Override
