@@ -77,13 +77,13 @@ final class JsonLinesSink implements Sink {
               StandardOpenOption.CREATE,
               StandardOpenOption.WRITE,
               StandardOpenOption.APPEND);
-      FileTarget target = new FileTarget(channel, fsync);
+      FileTarget target = new FileTarget(channel, absolute, fsync);
       try {
         // A process killed in the middle of a write(2) (SIGKILL stops it at a page boundary)
         // leaves part of a line. Appended to as it is, that part would swallow the next event's
         // line; ended here, it stays a line of its own, and its event, never acknowledged, is
         // delivered again whole.
-        if (target.endUnfinishedLine(absolute)) {
+        if (target.endUnfinishedLine()) {
           LOG.warn(
               "deliver.file.path {} ended in the middle of a line (an earlier process stopped"
                   + " while writing it); ended that line so the next event starts on its own line",
@@ -357,25 +357,32 @@ final class JsonLinesSink implements Sink {
     }
   }
 
-  private static final class FileTarget implements GroupWriter.Output {
+  /**
+   * Appends groups of lines to a file. Called by one {@link GroupWriter} leader at a time, handed
+   * over under the writer's lock, so its fields need no lock of their own.
+   */
+  static final class FileTarget implements GroupWriter.Output {
     /** Groups up to this size go through one reused direct buffer (the channel copies into one). */
     private static final int REUSED_BUFFER = 64 * 1024;
 
     private final FileChannel channel;
+    private final Path file;
     private final boolean fsync;
     private @Nullable ByteBuffer reused;
+    private boolean failed; // the last write threw: the file may end inside a line
 
-    FileTarget(FileChannel channel, boolean fsync) {
+    FileTarget(FileChannel channel, Path file, boolean fsync) {
       this.channel = channel;
+      this.file = file;
       this.fsync = fsync;
     }
 
     /**
-     * Writes a newline if {@code file} (this target's file) is not empty and does not end with one.
+     * Writes a newline if the file is not empty and does not end with one.
      *
      * @return whether it did
      */
-    boolean endUnfinishedLine(Path file) throws IOException {
+    boolean endUnfinishedLine() throws IOException {
       long size = channel.size();
       if (size == 0) {
         return false;
@@ -395,6 +402,18 @@ final class JsonLinesSink implements Sink {
 
     @Override
     public void write(byte[] lines, int length) throws IOException {
+      if (failed) {
+        // A write that failed part-way (no space left, an I/O error) left part of a line; the
+        // group it belonged to was failed, so its events are delivered again. Appended to as it
+        // is, that part would swallow the first line of this group.
+        if (endUnfinishedLine()) {
+          LOG.warn(
+              "deliver.file.path {}: an earlier write failed part-way; ended its unfinished line"
+                  + " so the next event starts on its own line",
+              file);
+        }
+        failed = false;
+      }
       ByteBuffer buffer;
       if (length <= REUSED_BUFFER) {
         buffer = reused;
@@ -407,8 +426,13 @@ final class JsonLinesSink implements Sink {
       } else {
         buffer = ByteBuffer.wrap(lines, 0, length);
       }
-      while (buffer.hasRemaining()) {
-        channel.write(buffer);
+      try {
+        while (buffer.hasRemaining()) {
+          channel.write(buffer);
+        }
+      } catch (IOException e) {
+        failed = true;
+        throw e;
       }
       if (fsync) {
         channel.force(false);

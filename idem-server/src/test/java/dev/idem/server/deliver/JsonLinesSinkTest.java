@@ -1,15 +1,24 @@
 package dev.idem.server.deliver;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.idem.ManualTimeSource;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.ReadableByteChannel;
+import java.nio.channels.WritableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -61,6 +70,132 @@ class JsonLinesSinkTest {
     assertThat(lines.get(0)).isEqualTo(whole);
     assertThat(lines.get(1)).isEqualTo(cut);
     assertThat(JSON.readTree(lines.get(2)).get("idempotency_key").asText()).isEqualTo("k-1");
+  }
+
+  @Test
+  void aWriteThatFailsPartWayDoesNotSwallowTheFirstLineOfTheNextGroup() throws Exception {
+    // Given a disk with room for only the first line and a bit of the second of a group
+    Path file = dir.resolve("out.jsonl");
+    SmallDisk disk =
+        new SmallDisk(FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE));
+    JsonLinesSink.FileTarget target = new JsonLinesSink.FileTarget(disk, file, false);
+    byte[] group = "{\"n\":1}\n{\"n\":2}\n".getBytes(StandardCharsets.UTF_8);
+    disk.room = 11;
+
+    // When its write fails part-way, and the next group is written once there is room again
+    assertThatThrownBy(() -> target.write(group, group.length))
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining("No space left");
+    disk.room = Long.MAX_VALUE;
+    byte[] next = "{\"n\":2}\n".getBytes(StandardCharsets.UTF_8);
+    target.write(next, next.length);
+    target.close();
+
+    // Then the cut line stays a line of its own, and the next group's line is whole
+    assertThat(lines(file)).containsExactly("{\"n\":1}", "{\"n", "{\"n\":2}");
+  }
+
+  /** A file channel on a disk that fills up: it writes {@code room} more bytes, then fails. */
+  private static final class SmallDisk extends FileChannel {
+    private final FileChannel file;
+    volatile long room;
+
+    SmallDisk(FileChannel file) {
+      this.file = file;
+    }
+
+    @Override
+    public int write(ByteBuffer src) throws IOException {
+      if (room <= 0) {
+        throw new IOException("No space left on device");
+      }
+      ByteBuffer part = src.duplicate();
+      part.limit(part.position() + (int) Math.min(part.remaining(), room));
+      int n = file.write(part);
+      src.position(src.position() + n);
+      room -= n;
+      return n;
+    }
+
+    @Override
+    public long size() throws IOException {
+      return file.size();
+    }
+
+    @Override
+    public void force(boolean metaData) throws IOException {
+      file.force(metaData);
+    }
+
+    @Override
+    protected void implCloseChannel() throws IOException {
+      file.close();
+    }
+
+    @Override
+    public int read(ByteBuffer dst) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public long read(ByteBuffer[] dsts, int offset, int length) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public long write(ByteBuffer[] srcs, int offset, int length) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public long position() {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public FileChannel position(long newPosition) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public FileChannel truncate(long size) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public long transferTo(long position, long count, WritableByteChannel target) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public long transferFrom(ReadableByteChannel src, long position, long count) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public int read(ByteBuffer dst, long position) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public int write(ByteBuffer src, long position) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public MappedByteBuffer map(MapMode mode, long position, long size) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public FileLock lock(long position, long size, boolean shared) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public FileLock tryLock(long position, long size, boolean shared) {
+      throw new UnsupportedOperationException();
+    }
   }
 
   @Test
