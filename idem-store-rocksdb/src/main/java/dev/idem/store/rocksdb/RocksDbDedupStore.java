@@ -299,7 +299,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
         exit();
       }
       if (lead) {
-        writer.leadQueued(); // outside the key's lock: a leader may write many groups
+        writer.leadQueued(); // on the writer's own thread: this one never waits for the sync
       }
     }
   }
