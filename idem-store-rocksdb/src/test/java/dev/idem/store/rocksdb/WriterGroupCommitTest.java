@@ -95,6 +95,20 @@ class WriterGroupCommitTest {
   }
 
   @Test
+  void whenNoThreadCanBeStartedTheQueuingThreadLeadsItself() throws Exception {
+    // a thread factory that cannot make a thread, as when the JVM is out of them
+    try (Writer starved = new Writer(db, Durability.GROUP_COMMIT, 0, r -> null)) {
+      CountDownLatch done = new CountDownLatch(1);
+      assertThat(starved.enqueue(step("z"), false, error -> done.countDown())).isTrue();
+
+      starved.leadQueued();
+
+      assertThat(done.getCount()).as("written and synced before leadQueued returned").isZero();
+      assertThat(db.get(bytes("z"))).isNotNull();
+    }
+  }
+
+  @Test
   void aSlowCompletionDoesNotHoldBackTheNextGroup() throws Exception {
     // given: a leader whose group's completion is slow, with a step queued behind its sync
     enqueueAndLead(step("a"), error -> slow());
