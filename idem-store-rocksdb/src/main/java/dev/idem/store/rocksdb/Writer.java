@@ -247,23 +247,14 @@ final class Writer implements AutoCloseable {
    * is the leading writer's own entry (it returns when this returns), or null for one of the
    * writer's own threads ({@link #leadQueued()}).
    *
-   * <p>A group with no waiting writer after it (only queued steps) is led by the same thread again;
-   * a leader that has a caller waiting for it ({@code self} non-null) hands such a queue to the
-   * writer's own threads instead, so that a synchronous write never waits for an unbounded run of
-   * asynchronous ones.
+   * <p>Who leads what follows is decided by {@link #leadOne}; a synchronous writer ({@code self}
+   * non-null) leads only its own group, so it never waits for an unbounded run of asynchronous
+   * steps, unless no other thread could take them.
    */
   private void lead(@Nullable Pending self) {
     Pending mine = self;
-    while (true) {
-      int after = leadOne(mine);
-      if (after == STOP) {
-        return;
-      }
-      if (mine != null && leadInBackground()) {
-        return;
-      }
-      mine = null; // the caller's own step is done; it leads the queued ones it could not hand on
-      // Only queued steps follow, and this thread holds the lead again: lead them too.
+    while (leadOne(mine) == LEAD_AGAIN) {
+      mine = null; // only queued steps follow and this thread holds the lead: it leads them too
     }
   }
 
@@ -310,12 +301,21 @@ final class Writer implements AutoCloseable {
    * the group's writers, so that the next group's write and sync overlap the completions (which
    * answer requests, and took about as long as a sync when the leader ran them first).
    *
-   * <p>Who leads the next group: a writer waiting in {@link #write}, if the queue holds one (it is
-   * woken to lead); else, if only queued steps follow and this group has completions to run, nobody
-   * for the moment: the lead is released, so the next writer to arrive starts a leader (another of
-   * the writer's threads, or itself if it waits in {@link #write}), and this thread takes the lead
-   * back after its completions if nobody did ({@link #LEAD_AGAIN}). A group without completions
-   * keeps the lead for the queued steps that follow.
+   * <p>Who leads the next group, when steps are queued:
+   *
+   * <ul>
+   *   <li>a writer waiting in {@link #write}, if the queue holds one (it is woken to lead);
+   *   <li>else this thread, if it is one of the writer's own ({@code self} null) and its group has
+   *       no completions to run ({@link #LEAD_AGAIN});
+   *   <li>else another of the writer's own threads, handed the lead at once, so that the next
+   *       group's write and sync start while this thread runs the completions (or returns to its
+   *       synchronous caller). Releasing the lead instead made the next group wait for the next
+   *       step to arrive or for the completions to end: handing it on gave the service on RocksDB
+   *       1-11% more requests/s in six alternating rounds, with 0.1-0.2 fewer context switches per
+   *       request. If no thread can take it, this thread leads on after its completions.
+   * </ul>
+   *
+   * <p>With nothing queued the lead is released, and the next writer to arrive takes it.
    *
    * @return {@link #LEAD_AGAIN} if the calling thread holds the lead for queued steps, else {@link
    *     #STOP}
@@ -344,6 +344,7 @@ final class Writer implements AutoCloseable {
     }
     boolean written = false;
     boolean completions = false;
+    boolean handOn = false;
     int after;
     try {
       for (Pending p : group) {
@@ -387,8 +388,11 @@ final class Writer implements AutoCloseable {
         }
         if (waiting != null) {
           after = STOP; // the lead passes to it, still active: no writer can start a second group
-        } else if (!queue.isEmpty() && !completions) {
+        } else if (!queue.isEmpty() && !completions && self == null) {
           after = LEAD_AGAIN;
+        } else if (!queue.isEmpty()) {
+          after = STOP; // handed on below, still active: the next group starts at once
+          handOn = true;
         } else {
           after = STOP;
           leaderActive = false;
@@ -398,6 +402,9 @@ final class Writer implements AutoCloseable {
       }
       if (waiting != null) {
         waiting.finish(Pending.LEAD, true);
+      }
+      if (handOn && !leadInBackground()) {
+        after = LEAD_AGAIN; // no other thread could take it: lead on after the completions
       }
       // Waiting writers first: queued steps' completions may take longer (they answer requests).
       for (Pending p : group) {
@@ -416,27 +423,7 @@ final class Writer implements AutoCloseable {
         }
       }
     }
-    if (completions && after == STOP) {
-      after = retakeLead();
-    }
     return after;
-  }
-
-  /**
-   * After a group's completions ran with the lead released: takes the lead back if steps are queued
-   * and no writer took it meanwhile, so that no queued step is left without a leader.
-   */
-  private int retakeLead() {
-    lock.lock();
-    try {
-      if (leaderActive || queue.isEmpty()) {
-        return STOP;
-      }
-      leaderActive = true;
-      return LEAD_AGAIN;
-    } finally {
-      lock.unlock();
-    }
   }
 
   /** For tests only: how many steps wait in the queue for the next group. */

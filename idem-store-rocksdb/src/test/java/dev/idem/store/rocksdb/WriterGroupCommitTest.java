@@ -109,7 +109,7 @@ class WriterGroupCommitTest {
   }
 
   @Test
-  void aSlowCompletionDoesNotHoldBackTheNextGroup() throws Exception {
+  void aStepQueuedBehindASlowCompletionIsWrittenWhileThatCompletionRuns() throws Exception {
     // given: a leader whose group's completion is slow, with a step queued behind its sync
     enqueueAndLead(step("a"), error -> slow());
     assertThat(firstSyncReached.await(30, TimeUnit.SECONDS)).isTrue();
@@ -117,45 +117,43 @@ class WriterGroupCommitTest {
     assertThat(writer.enqueue(step("b"), false, error -> queuedDone.countDown()))
         .as("a leader is active")
         .isFalse();
+
+    // when: the sync is let through and the slow completion starts
     openFirstSync.countDown();
     assertThat(slowCompletionRunning.await(30, TimeUnit.SECONDS)).isTrue();
 
-    // when: another step arrives while that completion runs
-    CountDownLatch arrivedDone = new CountDownLatch(1);
-    boolean leads = writer.enqueue(step("c"), false, error -> arrivedDone.countDown());
-
-    // then: it starts a leader for the next group, and both queued steps are written and
-    // completed while the first group's completion still runs
-    assertThat(leads).as("the lead was released for the completions").isTrue();
-    writer.leadQueued();
+    // then: the queued step is written and completed by another of the writer's threads while
+    // that completion still runs, with no other step arriving to start a leader
     assertThat(queuedDone.await(30, TimeUnit.SECONDS)).isTrue();
-    assertThat(arrivedDone.await(30, TimeUnit.SECONDS)).isTrue();
     assertThat(slowCompletionDone.getCount()).as("the slow completion still runs").isEqualTo(1);
     assertThat(db.get(bytes("b"))).isNotNull();
+
+    // and when that completion ends, steps arriving later are led too
+    CountDownLatch arrivedDone = new CountDownLatch(1);
+    enqueueAndLead(step("c"), error -> arrivedDone.countDown());
+    finishSlowCompletion.countDown();
+    assertThat(arrivedDone.await(30, TimeUnit.SECONDS)).isTrue();
     assertThat(db.get(bytes("c"))).isNotNull();
   }
 
   @Test
-  void aQueuedStepNobodyLeadsIsLedByTheLeaderAfterItsCompletions() throws Exception {
-    // given: a leader whose group's completion is slow, with a step queued behind its sync
+  void withNothingQueuedTheLeadIsReleasedAndTheNextStepStartsALeader() throws Exception {
+    // given: a group with a slow completion and nothing queued behind it
     enqueueAndLead(step("a"), error -> slow());
     assertThat(firstSyncReached.await(30, TimeUnit.SECONDS)).isTrue();
-    CountDownLatch queuedDone = new CountDownLatch(1);
-    assertThat(writer.enqueue(step("b"), false, error -> queuedDone.countDown())).isFalse();
     openFirstSync.countDown();
     assertThat(slowCompletionRunning.await(30, TimeUnit.SECONDS)).isTrue();
 
-    // when: no other step arrives, and the completion ends
-    finishSlowCompletion.countDown();
-
-    // then: the first leader takes the lead back and writes the queued step
-    assertThat(queuedDone.await(30, TimeUnit.SECONDS)).isTrue();
-    assertThat(db.get(bytes("b"))).isNotNull();
-    // and no leader is left active: the next step starts one
+    // when: a step arrives while that completion runs
     CountDownLatch nextDone = new CountDownLatch(1);
-    assertThat(writer.enqueue(step("d"), false, error -> nextDone.countDown())).isTrue();
+    boolean leads = writer.enqueue(step("d"), false, error -> nextDone.countDown());
+
+    // then: no leader was active, so it starts one, and it is written while the completion runs
+    assertThat(leads).as("the lead was released: nothing was queued").isTrue();
     writer.leadQueued();
     assertThat(nextDone.await(30, TimeUnit.SECONDS)).isTrue();
+    assertThat(slowCompletionDone.getCount()).as("the slow completion still runs").isEqualTo(1);
+    assertThat(db.get(bytes("d"))).isNotNull();
   }
 
   @Test
