@@ -266,9 +266,9 @@ final class Writer implements AutoCloseable {
 
   /**
    * Hands a queue of queued steps (nobody waiting in {@link #write}) to a thread of the writer's
-   * own. Threads are made as needed and end after a minute idle: usually one leads, and a second is
-   * needed only when the next group must start while the first still runs its group's completions
-   * (see {@link #leadOne}), so a slow completion never holds back the next sync.
+   * own. Threads are made as needed and end after a minute idle: usually two take turns, one
+   * leading the next group while the other runs its group's completions (see {@link #leadOne}), so
+   * a slow completion never holds back the next sync.
    *
    * @return false if no thread could take it (none could be started): the caller holds the lead
    *     still and must lead the queue itself
