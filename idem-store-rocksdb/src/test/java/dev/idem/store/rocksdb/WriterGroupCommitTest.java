@@ -9,6 +9,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.awaitility.Awaitility;
 import org.jspecify.annotations.Nullable;
@@ -105,6 +107,55 @@ class WriterGroupCommitTest {
 
       assertThat(done.getCount()).as("written and synced before leadQueued returned").isZero();
       assertThat(db.get(bytes("z"))).isNotNull();
+    }
+  }
+
+  @Test
+  void itsOwnThreadsAreBoundedAndWhenAllAreBusyTheQueuingThreadLeads() throws Exception {
+    openFirstSync.countDown(); // this test holds completions, not syncs
+    AtomicInteger made = new AtomicInteger();
+    CountDownLatch release = new CountDownLatch(1);
+    try (Writer bounded =
+        new Writer(
+            db,
+            Durability.GROUP_COMMIT,
+            0,
+            r -> {
+              made.incrementAndGet();
+              Thread t = new Thread(r, "idem-rocksdb-group-commit-test");
+              t.setDaemon(true);
+              return t;
+            })) {
+      // given: as many groups as the writer has threads, each thread held in its completion
+      for (int i = 0; i < Writer.MAX_THREADS; i++) {
+        CountDownLatch started = new CountDownLatch(1);
+        boolean leads =
+            bounded.enqueue(
+                step("busy-" + i),
+                false,
+                error -> {
+                  started.countDown();
+                  await(release);
+                });
+        assertThat(leads).as("the last group released its lead").isTrue();
+        bounded.leadQueued();
+        assertThat(started.await(30, TimeUnit.SECONDS)).isTrue();
+      }
+
+      // when: one more step is queued while every thread is busy
+      String caller = Thread.currentThread().getName();
+      AtomicReference<String> completedOn = new AtomicReference<>();
+      assertThat(
+              bounded.enqueue(
+                  step("more"), false, error -> completedOn.set(Thread.currentThread().getName())))
+          .isTrue();
+      bounded.leadQueued();
+
+      // then: no fifth thread was made; the queuing thread wrote, synced and completed it itself
+      assertThat(made).hasValue(Writer.MAX_THREADS);
+      assertThat(completedOn).hasValue(caller);
+      assertThat(db.get(bytes("more"))).isNotNull();
+      release.countDown();
     }
   }
 
