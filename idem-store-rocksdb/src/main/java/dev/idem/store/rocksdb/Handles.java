@@ -109,10 +109,10 @@ final class Handles {
       BloomFilter bloom = own(owned, new BloomFilter(10));
       // Filters and indexes are partitioned into blocks of about 4 KiB, each cached on its own,
       // under a small top-level index pinned in the cache. Whole, a large table's filter (10 bits
-      // per key: about 750 KiB for 600,000 keys) outgrows a shard of the cache (the cache is split
-      // into shards of 1 MiB or less), is never kept, and every look-up read it from the file
-      // again: the service on RocksDB fell to a quarter of its rate after its first large
-      // compaction (docs/BENCHMARKS.md, FilterBlockCacheTest).
+      // per key: about 750 KiB for 600,000 keys) outgrows a shard of the cache (64 shards of 1 MiB
+      // at the default 64 MiB), is never kept, and every look-up read it from the file again: the
+      // service on RocksDB fell to a quarter of its rate after its first large compaction
+      // (docs/BENCHMARKS.md, FilterBlockCacheTest).
       BlockBasedTableConfig entryTable =
           partitioned(cache)
               .setFilterPolicy(bloom)
