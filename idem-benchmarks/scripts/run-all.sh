@@ -41,6 +41,8 @@ step idem-benchmarks/scripts/redis-bench.sh
 step idem-benchmarks/scripts/pg-bench.sh
 # Issue 4: the service with the memory store and with RocksDB next to a bare Jetty endpoint.
 step idem-benchmarks/scripts/service-bench.sh
+# Issue 12: the service on RocksDB for four minutes on one store (a slowdown that comes with time).
+step idem-benchmarks/scripts/steady-bench.sh
 # Issue 13: a Camel route with IdemIdempotentRepository next to the same route with Camel's
 # MemoryIdempotentRepository, and @Idempotent's cost per call next to the bare method.
 for t in 1 2; do
