@@ -52,18 +52,20 @@ YAML
 IDEM_JAR="$jar" JAVA_OPTS="$JVM_OPTS" IDEM_LOG_LEVEL=warn "$root/bin/idem" serve \
   --config "$work/rocksdb.yaml" >/dev/null 2>"$work/serve.log" &
 pid=$!
+up=0
 for _ in $(seq 1 100); do
   if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/health" || true)" != "000" ]; then
-    break
+    up=1; break
   fi
   sleep 0.2
 done
+[ "$up" = 1 ] || { echo "steady-bench: the service did not come up; its log:" >&2; cat "$work/serve.log" >&2; exit 1; }
 
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 echo "# steady benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ); jar $jar"
-echo "# java: $(java -version 2>&1 | head -1); wrk -t$THREADS -c$CONNECTIONS, windows of $WINDOW; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# java: $("${JAVA_HOME:+$JAVA_HOME/bin/}java" -version 2>&1 | head -1); wrk -t$THREADS -c$CONNECTIONS, windows of $WINDOW; load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %8s %8s %8s %11s %8s\n' window rps p50_ms p99_ms cpu_us/req store_mb
 for w in $(seq 1 "$WINDOWS"); do
   ticks="$(cpu_ticks "$pid")"
