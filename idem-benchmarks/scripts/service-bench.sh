@@ -13,6 +13,11 @@
 #
 # At the end it prints each target's req/s over bare's in the same round, and their median.
 #
+# Each row also has line_ns: what moving one cache line between the two cores cost just before and
+# just after that target's runs (CacheLineTransfer, nanoseconds per hand-off). On a VM it can jump
+# by several times when the hypervisor moves a vCPU (30 vs 170+ ns on the EPYC VM of 2026-12-04),
+# and every request whose work crosses threads pays it; compare rows of the same regime.
+#
 # Besides req/s, each row has the JVM's CPU time per request during the full-load run
 # (user + system from /proc/PID/stat, divided by the requests wrk completed), which depends far
 # less on the machine's load than req/s does.
@@ -110,6 +115,11 @@ run_wrk() { # $1 = url, $2 = prefix, $3 = duration, $4 = delay ms (CONNECTIONS m
   wrk -t"$THREADS" -c"$c" -d"$3" --timeout 5s -s "$lua" "$1" -- "$2" "$4" | grep '^RESULT'
 }
 
+line_ns() { # nanoseconds per cache-line hand-off between two threads, median of 3 short rounds
+  "$java" -cp "$root/idem-benchmarks/target/classes" dev.idem.benchmarks.CacheLineTransfer 3 200000 \
+    | sed -n 's/.*median \([0-9.]*\).*/\1/p'
+}
+
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 
 cpu_ticks() { # user + system clock ticks of process $1 (bin/idem execs java, so $pid is the JVM)
@@ -119,12 +129,13 @@ cpu_ticks() { # user + system clock ticks of process $1 (bin/idem execs java, so
 echo "# service benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "# java: $("$java" -version 2>&1 | head -1); wrk -t$THREADS -c$CONNECTIONS -d$DURATION; JVM_OPTS=$JVM_OPTS"
 echo "# cores: $(nproc)"
-printf '%-5s %-9s %10s %8s %8s %7s %11s | %9s %8s %8s %7s %11s | %s\n' \
+printf '%-5s %-9s %10s %8s %8s %7s %11s | %9s %8s %8s %7s %11s | %-9s | %s\n' \
   round target max_rps p50_ms p99_ms non2xx cpu_us/req half_rps p50_ms p99_ms non2xx cpu_us/req \
-  loadavg_before
+  line_ns loadavg_before
 for round in $(seq 1 "$ROUNDS"); do
   for target in $TARGETS; do
     load="$(cut -d' ' -f1-3 /proc/loadavg)"
+    line_before="$(line_ns)"
     start "$target"
     run_wrk "$url" "warm$round$target" "$WARMUP" 0 >/dev/null
     ticks="$(cpu_ticks "$pid")"
@@ -160,10 +171,11 @@ for round in $(seq 1 "$ROUNDS"); do
         'BEGIN { printf "%.1f", (n > 0 ? t / hz * 1e6 / n : 0) }')"
     fi
     stop
-    printf '%-5s %-9s %10s %8.2f %8.2f %7s %11s | %9s %8.2f %8.2f %7s %11s | %s\n' "$round" "$target" \
+    lines="$line_before/$(line_ns)"
+    printf '%-5s %-9s %10s %8.2f %8.2f %7s %11s | %9s %8.2f %8.2f %7s %11s | %-9s | %s\n' "$round" "$target" \
       "$rps" "$(bc -l <<<"$(field p50_us "$max")/1000")" "$(bc -l <<<"$(field p99_us "$max")/1000")" \
       "$(field non2xx "$max")" "$cpu" "$(field rps "$half")" "$(bc -l <<<"$(field p50_us "$half")/1000")" \
-      "$(bc -l <<<"$(field p99_us "$half")/1000")" "$(field non2xx "$half")" "$half_cpu" "$load"
+      "$(bc -l <<<"$(field p99_us "$half")/1000")" "$(field non2xx "$half")" "$half_cpu" "$lines" "$load"
     echo "$round $target $rps" >> "$work/rows"
   done
 done

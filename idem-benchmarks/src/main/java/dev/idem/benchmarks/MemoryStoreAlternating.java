@@ -61,6 +61,20 @@ public final class MemoryStoreAlternating {
    */
   private static final int WARMUP_ROUNDS = Integer.getInteger("idem.warmupRounds", 2);
 
+  /**
+   * Hand-offs of {@link CacheLineTransfer#handoffNanos} before and after each round (with more than
+   * one thread): a few milliseconds.
+   */
+  private static final int PROBE_HANDOFFS = 200_000;
+
+  /**
+   * A round whose probes both measured a hand-off below this many nanoseconds ran with cheap
+   * cross-core cache-line moves (about 30 ns on the EPYC VM of 2026-12-04), one whose probes both
+   * measured it at or above with dear ones (170 ns and more there: the hypervisor had moved a vCPU
+   * away); others are mixed.
+   */
+  private static final double NEAR_NANOS = 80;
+
   private final MemoryDedupStore store;
   private final Deduplicator facade;
   private final Deduplicator coarse;
@@ -156,11 +170,15 @@ public final class MemoryStoreAlternating {
     contenders.keySet().forEach(name -> cpuNanos.put(name, new ArrayList<>()));
     contenders.keySet().forEach(name -> bytes.put(name, new ArrayList<>()));
     List<Double> sharing = new ArrayList<>();
+    // contender -> regime (near, far, mixed) -> that contender's CPU-time ratios to Camel
+    Map<String, Map<String, List<Double>>> byRegime = new LinkedHashMap<>();
     for (int round = 1; round <= WARMUP_ROUNDS + rounds; round++) {
       double camelRate = 0;
       double camelCpu = 0;
       double facadeRate = 0;
       StringBuilder line = new StringBuilder();
+      double before = threads > 1 ? CacheLineTransfer.handoffNanos(PROBE_HANDOFFS) : 0;
+      Map<String, Double> roundCpuRatios = new LinkedHashMap<>();
       for (Map.Entry<String, Contender> c : contenders.entrySet()) {
         double rate = slot(c.getValue(), threads, slotMillis);
         double cpu = lastCpuNanosPerOp;
@@ -182,13 +200,32 @@ public final class MemoryStoreAlternating {
         } else {
           ratios.computeIfAbsent(c.getKey(), k -> new ArrayList<>()).add(rate / camelRate);
           cpuRatios.computeIfAbsent(c.getKey(), k -> new ArrayList<>()).add(camelCpu / cpu);
+          roundCpuRatios.put(c.getKey(), camelCpu / cpu);
+        }
+      }
+      String lines = "";
+      if (threads > 1) {
+        double after = CacheLineTransfer.handoffNanos(PROBE_HANDOFFS);
+        lines = String.format("  line hand-off %.0f/%.0f ns", before, after);
+        if (round > WARMUP_ROUNDS) {
+          String regime =
+              before < NEAR_NANOS && after < NEAR_NANOS
+                  ? "near"
+                  : before >= NEAR_NANOS && after >= NEAR_NANOS ? "far" : "mixed";
+          roundCpuRatios.forEach(
+              (name, ratio) ->
+                  byRegime
+                      .computeIfAbsent(name, k -> new LinkedHashMap<>())
+                      .computeIfAbsent(regime, k -> new ArrayList<>())
+                      .add(ratio));
         }
       }
       System.out.printf(
-          "round %2d%s%s  loadavg %s%n",
+          "round %2d%s%s%s  loadavg %s%n",
           round,
           round <= WARMUP_ROUNDS ? " (warm-up)" : "",
           line,
+          lines,
           Files.readString(Path.of("/proc/loadavg")).trim());
     }
     for (Map.Entry<String, List<Double>> r : rates.entrySet()) {
@@ -206,6 +243,23 @@ public final class MemoryStoreAlternating {
     System.out.printf(
         "ratio idem-facade / idem-own-store (one shared store / a store per thread): median %.2f%n",
         median(sharing));
+    // With two or more threads the shared store's cost is a few cache lines per event moved between
+    // cores, so its ratio follows what a move costs at the time (see CacheLineTransfer).
+    byRegime.forEach(
+        (name, regimes) ->
+            regimes.forEach(
+                (regime, values) ->
+                    System.out.printf(
+                        "CPU-time ratio %-12s / camel in %-5s rounds (line hand-off %s %.0f ns):"
+                            + " median %.2f over %d rounds%n",
+                        name,
+                        regime,
+                        regime.equals("near")
+                            ? "below"
+                            : regime.equals("far") ? "at least" : "about",
+                        NEAR_NANOS,
+                        median(values),
+                        values.size())));
     store.close();
     for (MemoryDedupStore s : ownStores) {
       s.close();
