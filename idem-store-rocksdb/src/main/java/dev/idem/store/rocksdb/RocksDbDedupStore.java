@@ -120,12 +120,12 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
 
   /**
    * The entry keys whose commit was queued by {@link #commitAsync} and is not yet durable (or
-   * failed), each with the commit's future, and those with a queued unsynced step ({@link
-   * #queueUnsynced}: a sliding refresh, say), each with a marker. A step on such a key waits for
-   * its group first, under the key's lock ({@link #awaitQueuedCommit}), as it would wait for the
-   * lock held by a synchronous commit: so nothing reads a commit that a power failure could still
-   * undo, nor a deadline that a queued refresh is about to move. Removed by the group-commit leader
-   * after the sync, without the key's lock.
+   * failed), each with the commit's future, and those with a queued sliding refresh ({@link
+   * #queueRefresh}), each with a marker. A step on such a key waits for its group first, under the
+   * key's lock ({@link #awaitQueuedCommit}), as it would wait for the lock held by a synchronous
+   * commit: so nothing reads a commit that a power failure could still undo, nor a deadline that a
+   * queued refresh is about to move. Removed by the group-commit leader after the sync, without the
+   * key's lock.
    */
   private final ConcurrentHashMap<ByteBuffer, Object> committing = new ConcurrentHashMap<>();
 
@@ -314,7 +314,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
   }
 
   /**
-   * Waits until no step queued for this entry key ({@link #commitAsync}, {@link #queueUnsynced}) is
+   * Waits until no step queued for this entry key ({@link #commitAsync}, {@link #queueRefresh}) is
    * pending (written and synced, or failed). The caller holds the key's stripe lock; the leader
    * removes the marker without it, so this cannot deadlock with the group commit.
    */
@@ -1333,8 +1333,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
               boolean counted = announced;
               announced = false;
               writer.write(step, counted);
-            } else if (writer.groupCommits()) {
-              lead = queueUnsynced(view.entryKey, step);
+            } else if (writer.groupCommits() && isRefresh(t.next())) {
+              lead = queueRefresh(view.entryKey, step);
               queued = true;
             } else {
               writer.writeBuffered(step);
@@ -1362,13 +1362,23 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
   }
 
   /**
-   * Queues a step that need not be synced (a sliding refresh, or the removal of the dead entry that
-   * a new reservation replaces) for the next group commit, under the key's lock, instead of writing
-   * it from the calling thread. Until the group is written the entry key is marked in {@link
+   * Whether an unsynced step that moves a key to {@code next} is a sliding refresh: it rewrites a
+   * committed entry (the other unsynced steps remove a dead entry or touch only memory).
+   */
+  private static boolean isRefresh(@Nullable StoredEntry next) {
+    return next != null && next.state() == StoredEntry.State.COMMITTED;
+  }
+
+  /**
+   * Queues a sliding refresh for the next group commit, under the key's lock, instead of writing it
+   * from the calling thread. Until the group is written the entry key is marked in {@link
    * #committing}, so every later step on the key waits for it under the key's lock ({@link
    * #awaitQueuedCommit}) and reads what it wrote, as after a queued commit. The caller counted
    * itself active ({@link #enter()}); the group's completion counts it out, so the store does not
    * close with the step still queued.
+   *
+   * <p>The removal of a dead entry that a new reservation replaces is still written at once:
+   * queued, it would make that reservation's commit wait for a whole group under the key's lock.
    *
    * <p>Why not write it here: a request thread that calls into RocksDB's write path while the group
    * leader writes its batch waits for it in RocksDB's write queue (and is switched out), and the
@@ -1381,7 +1391,7 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
    * @return true if the caller must start the queue's leader ({@link Writer#leadQueued()}) once it
    *     has released the key's lock
    */
-  private boolean queueUnsynced(byte[] entryKey, Mutations step) {
+  private boolean queueRefresh(byte[] entryKey, Mutations step) {
     ByteBuffer slot = ByteBuffer.wrap(entryKey);
     Object marker = new Object();
     committing.put(slot, marker);
@@ -1394,8 +1404,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
           if (error != null) {
             LOG.log(
                 System.Logger.Level.WARNING,
-                "{0}: an unsynced write (a sliding refresh, or the removal of a dead entry) failed;"
-                    + " the key keeps its stored state",
+                "{0}: a sliding refresh could not be written; the key's window ends at its"
+                    + " previous deadline",
                 description,
                 error);
           }
