@@ -52,12 +52,7 @@ class AsyncCommitTest {
 
   @BeforeEach
   void open() {
-    store =
-        RocksDbDedupStore.builder(dir)
-            .durability(Durability.GROUP_COMMIT)
-            .sweepInterval(Duration.ZERO)
-            .timeSource(clock)
-            .build();
+    store = Fixtures.groupCommitStore(dir, clock);
   }
 
   @AfterEach
@@ -86,15 +81,7 @@ class AsyncCommitTest {
 
   /** Holds every group's sync until {@link #gate} opens, after saying it reached it. */
   private void holdSyncs() {
-    store.writer().beforeGroupSync =
-        () -> {
-          syncing.countDown();
-          try {
-            gate.await();
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-          }
-        };
+    Fixtures.holdSyncs(store, syncing, gate);
   }
 
   private static <T> T await(Future<T> f) throws Exception {

@@ -4,11 +4,15 @@ import dev.idem.DedupKey;
 import dev.idem.Expiry;
 import dev.idem.Fingerprint;
 import dev.idem.Scope;
+import dev.idem.TimeSource;
 import dev.idem.spi.CommitRequest;
 import dev.idem.spi.ReleaseRequest;
 import dev.idem.spi.ReserveRequest;
 import dev.idem.spi.Ttl;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 
@@ -22,6 +26,31 @@ final class Fixtures {
   private static final AtomicLong TOKENS = new AtomicLong(1);
 
   private Fixtures() {}
+
+  /** A group-commit store on {@code dir} on the given clock, with no background sweeper. */
+  static RocksDbDedupStore groupCommitStore(Path dir, TimeSource clock) {
+    return RocksDbDedupStore.builder(dir)
+        .durability(Durability.GROUP_COMMIT)
+        .sweepInterval(Duration.ZERO)
+        .timeSource(clock)
+        .build();
+  }
+
+  /**
+   * Holds every group of the store's writer at its sync ({@link Writer#beforeGroupSync}) until
+   * {@code gate} opens, counting {@code reached} down each time a group gets there.
+   */
+  static void holdSyncs(RocksDbDedupStore store, CountDownLatch reached, CountDownLatch gate) {
+    store.writer().beforeGroupSync =
+        () -> {
+          reached.countDown();
+          try {
+            gate.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        };
+  }
 
   static DedupKey key(String material) {
     return DedupKey.ofDigest(

@@ -54,11 +54,7 @@ class QueuedRefreshTest {
   }
 
   private RocksDbDedupStore openStore() {
-    return RocksDbDedupStore.builder(dir)
-        .durability(Durability.GROUP_COMMIT)
-        .sweepInterval(Duration.ZERO)
-        .timeSource(clock)
-        .build();
+    return Fixtures.groupCommitStore(dir, clock);
   }
 
   @AfterEach
@@ -82,15 +78,7 @@ class QueuedRefreshTest {
    * sweep here removes it), until the gate opens.
    */
   private CompletionStage<SettleResult> holdAGroup(long now) throws InterruptedException {
-    store.writer().beforeGroupSync =
-        () -> {
-          syncing.countDown();
-          try {
-            gate.await();
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-          }
-        };
+    Fixtures.holdSyncs(store, syncing, gate);
     DedupKey other = key("held-group");
     long t = token();
     store.reserve(reserve(ORDERS, other, t, now, Fixtures.DAY_SLIDING, null));
