@@ -68,6 +68,13 @@ class WriterGroupCommitTest {
     }
     threads.shutdown();
     assertThat(threads.awaitTermination(60, TimeUnit.SECONDS)).isTrue();
+    // A test that failed may leave a leader that was held at the sync still writing: wait for the
+    // queue to drain before the database closes under it.
+    try {
+      writer.awaitDurable();
+    } catch (RocksDBException e) {
+      throw new IllegalStateException(e);
+    }
     writer.close();
     db.close();
   }
