@@ -315,8 +315,8 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
 
   /**
    * Waits until no step queued for this entry key ({@link #commitAsync}, {@link #queueRefresh}) is
-   * pending (written, and synced if it needed a sync; or failed). The caller holds the key's stripe
-   * lock; the leader removes the marker without it, so this cannot deadlock with the group commit.
+   * pending (written and synced, or failed). The caller holds the key's stripe lock; the leader
+   * removes the marker without it, so this cannot deadlock with the group commit.
    */
   private void awaitQueuedCommit(byte[] entryKey) throws RocksDBException {
     if (committing.isEmpty()) {
