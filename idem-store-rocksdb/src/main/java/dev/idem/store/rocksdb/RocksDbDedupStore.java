@@ -1399,21 +1399,26 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
     // sync was tried and made the service slower (23.9-27.2k against 26.0-29.0k requests/s, more
     // syncs per request, not fewer): those groups ended at once, and the commits behind them then
     // formed smaller groups.
-    return writer.enqueue(
-        step,
-        false,
-        error -> {
-          committing.remove(slot, marker);
-          exit();
-          if (error != null) {
-            LOG.log(
-                System.Logger.Level.WARNING,
-                "{0}: a sliding refresh could not be written; the key's window ends at its"
-                    + " previous deadline",
-                description,
-                error);
-          }
-        });
+    try {
+      return writer.enqueue(
+          step,
+          false,
+          error -> {
+            committing.remove(slot, marker);
+            exit();
+            if (error != null) {
+              LOG.log(
+                  System.Logger.Level.WARNING,
+                  "{0}: a sliding refresh could not be written; the key's window ends at its"
+                      + " previous deadline",
+                  description,
+                  error);
+            }
+          });
+    } catch (RuntimeException | Error e) {
+      committing.remove(slot, marker); // not queued: a marker left behind would stall the key
+      throw e;
+    }
   }
 
   private <R, A> List<A> applyAll(
