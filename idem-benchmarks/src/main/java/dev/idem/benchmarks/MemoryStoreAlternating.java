@@ -51,6 +51,12 @@ import org.apache.camel.support.processor.idempotent.MemoryIdempotentRepository;
  * The last one shares nothing between the threads, so its ratio to {@code idem-facade} is what the
  * threads pay for sharing one scope's stripes (monitors and cache lines); with one thread the two
  * are the same work. The first two rounds warm up and are not counted.
+ *
+ * <p>With more than one thread, each round is bracketed by a short {@link CacheLineTransfer} probe
+ * of what moving a cache line between the cores costs at the time, and the CPU-time ratios are also
+ * printed for the rounds where it was cheap ("near", both probes below 80 ns), dear ("far") or
+ * changed during the round ("mixed"): on a VM that cost can jump several times when the hypervisor
+ * moves a vCPU, and the shared store's figure moves with it.
  */
 public final class MemoryStoreAlternating {
   private static final int UNIQUE = MemoryStoreBenchmark.UNIQUE;
