@@ -48,6 +48,7 @@ import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BiFunction;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import org.rocksdb.ColumnFamilyHandle;
@@ -267,18 +268,16 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
           return CompletableFuture.completedFuture(t.answer());
         }
         CompletableFuture<SettleResult> done = new CompletableFuture<>();
-        ByteBuffer slot = ByteBuffer.wrap(view.entryKey);
         SettleResult answer = t.answer();
-        committing.put(slot, done);
         boolean counted = announced;
         announced = false;
         lead =
-            writer.enqueue(
+            enqueueMarked(
+                view.entryKey,
+                done,
                 step,
                 counted,
                 error -> {
-                  committing.remove(slot, done);
-                  exit(); // the step was counted active until its group completed
                   if (error == null) {
                     done.complete(answer);
                   } else {
@@ -1392,31 +1391,56 @@ public final class RocksDbDedupStore implements DedupStore, OutboxStore {
    *     has released the key's lock
    */
   private boolean queueRefresh(byte[] entryKey, Mutations step) {
-    ByteBuffer slot = ByteBuffer.wrap(entryKey);
-    Object marker = new Object();
-    committing.put(slot, marker);
     // Queued like a commit, so its group syncs too: letting groups of refreshes alone skip the
     // sync was tried and made the service slower (23.9-27.2k against 26.0-29.0k requests/s, more
     // syncs per request, not fewer): those groups ended at once, and the commits behind them then
     // formed smaller groups.
+    return enqueueMarked(
+        entryKey,
+        new Object(),
+        step,
+        false,
+        error -> {
+          if (error != null) {
+            LOG.log(
+                System.Logger.Level.WARNING,
+                "{0}: a sliding refresh could not be written; the key's window ends at its"
+                    + " previous deadline",
+                description,
+                error);
+          }
+        });
+  }
+
+  /**
+   * Queues a step for the next group commit with its entry key marked in {@link #committing} until
+   * the group completes, under the key's lock: the one way a step is queued ({@link #commitAsync},
+   * {@link #queueRefresh}). The caller counted itself active ({@link #enter()}); the completion
+   * removes the marker, counts the caller out, then runs {@code then}. If the step could not be
+   * queued at all, the marker is removed at once (left behind, it would stall the key).
+   *
+   * @return true if the caller must start the queue's leader ({@link Writer#leadQueued()}) once it
+   *     has released the key's lock
+   */
+  private boolean enqueueMarked(
+      byte[] entryKey,
+      Object marker,
+      Mutations step,
+      boolean announced,
+      Consumer<@Nullable RocksDBException> then) {
+    ByteBuffer slot = ByteBuffer.wrap(entryKey);
+    committing.put(slot, marker);
     try {
       return writer.enqueue(
           step,
-          false,
+          announced,
           error -> {
             committing.remove(slot, marker);
-            exit();
-            if (error != null) {
-              LOG.log(
-                  System.Logger.Level.WARNING,
-                  "{0}: a sliding refresh could not be written; the key's window ends at its"
-                      + " previous deadline",
-                  description,
-                  error);
-            }
+            exit(); // the step was counted active until its group completed
+            then.accept(error);
           });
     } catch (RuntimeException | Error e) {
-      committing.remove(slot, marker); // not queued: a marker left behind would stall the key
+      committing.remove(slot, marker);
       throw e;
     }
   }
