@@ -81,6 +81,24 @@ public final class MemoryStoreAlternating {
    */
   private static final double NEAR_NANOS = 80;
 
+  /** How dear cross-core cache-line moves were during a round (see {@link #NEAR_NANOS}). */
+  private enum Lines {
+    NEAR("near  rounds (line hand-off below 80 ns)"),
+    FAR("far   rounds (line hand-off 80 ns or more)"),
+    MIXED("mixed rounds (line hand-off crossed 80 ns)");
+
+    final String label;
+
+    Lines(String label) {
+      this.label = label;
+    }
+
+    static Lines of(double before, double after) {
+      boolean near = before < NEAR_NANOS;
+      return near != (after < NEAR_NANOS) ? MIXED : near ? NEAR : FAR;
+    }
+  }
+
   private final MemoryDedupStore store;
   private final Deduplicator facade;
   private final Deduplicator coarse;
@@ -176,8 +194,8 @@ public final class MemoryStoreAlternating {
     contenders.keySet().forEach(name -> cpuNanos.put(name, new ArrayList<>()));
     contenders.keySet().forEach(name -> bytes.put(name, new ArrayList<>()));
     List<Double> sharing = new ArrayList<>();
-    // contender -> regime (near, far, mixed) -> that contender's CPU-time ratios to Camel
-    Map<String, Map<String, List<Double>>> byRegime = new LinkedHashMap<>();
+    // contender -> how dear line moves were -> that contender's CPU-time ratios to Camel
+    Map<String, Map<Lines, List<Double>>> byLines = new LinkedHashMap<>();
     for (int round = 1; round <= WARMUP_ROUNDS + rounds; round++) {
       double camelRate = 0;
       double camelCpu = 0;
@@ -214,13 +232,10 @@ public final class MemoryStoreAlternating {
         double after = CacheLineTransfer.handoffNanos(PROBE_HANDOFFS);
         lines = String.format("  line hand-off %.0f/%.0f ns", before, after);
         if (round > WARMUP_ROUNDS) {
-          String regime =
-              before < NEAR_NANOS && after < NEAR_NANOS
-                  ? "near"
-                  : before >= NEAR_NANOS && after >= NEAR_NANOS ? "far" : "mixed";
+          Lines regime = Lines.of(before, after);
           roundCpuRatios.forEach(
               (name, ratio) ->
-                  byRegime
+                  byLines
                       .computeIfAbsent(name, k -> new LinkedHashMap<>())
                       .computeIfAbsent(regime, k -> new ArrayList<>())
                       .add(ratio));
@@ -251,21 +266,13 @@ public final class MemoryStoreAlternating {
         median(sharing));
     // With two or more threads the shared store's cost is a few cache lines per event moved between
     // cores, so its ratio follows what a move costs at the time (see CacheLineTransfer).
-    byRegime.forEach(
+    byLines.forEach(
         (name, regimes) ->
             regimes.forEach(
                 (regime, values) ->
                     System.out.printf(
-                        "CPU-time ratio %-12s / camel in %-5s rounds (line hand-off %s %.0f ns):"
-                            + " median %.2f over %d rounds%n",
-                        name,
-                        regime,
-                        regime.equals("near")
-                            ? "below"
-                            : regime.equals("far") ? "at least" : "about",
-                        NEAR_NANOS,
-                        median(values),
-                        values.size())));
+                        "CPU-time ratio %-12s / camel in %s: median %.2f over %d rounds%n",
+                        name, regime.label, median(values), values.size())));
     store.close();
     for (MemoryDedupStore s : ownStores) {
       s.close();
